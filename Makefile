@@ -1,0 +1,45 @@
+# latecomer: every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml adapter/pyproject.toml | sha1sum | cut -c1-12)
+DBT := $(BIN)/dbt
+DBT_FLAGS := --profiles-dir profiles
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+
+.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke maintain clean
+
+install: $(STAMP)
+
+$(STAMP):
+	@command -v java >/dev/null || { echo "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . -e ./adapter
+	rm -f $(VENV)/.installed-* && touch $@
+
+## run: land the sample data through ingest and `dbt build` it on the local target
+run: install
+	$(BIN)/python -m python_jobs.run_sample
+
+## test: the whole test suite (pytest, which drives dbt in-process on local and thrift) and SQL lint
+test: install lint
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check python_jobs adapter tests
+	$(BIN)/sqlfluff lint models macros snapshots tests
+
+docs: install
+	$(DBT) docs generate $(DBT_FLAGS)
+
+thrift-start: install
+	$(BIN)/python -m python_jobs.thrift_server start
+thrift-status: install
+	$(BIN)/python -m python_jobs.thrift_server status
+thrift-stop: install
+	$(BIN)/python -m python_jobs.thrift_server stop
+
+clean:
+	rm -rf target .latecomer logs

@@ -1,0 +1,15 @@
+"""latecomer's dbt adapter: dbt-spark, extended the way dbt-databricks extends it."""
+
+from dbt.adapters.base import AdapterPlugin
+from dbt.adapters.latecomer.connections import LatecomerConnectionManager, LatecomerCredentials
+from dbt.adapters.latecomer.impl import LatecomerAdapter
+from dbt.include import latecomer
+
+Plugin = AdapterPlugin(
+    adapter=LatecomerAdapter,  # type: ignore[arg-type]
+    credentials=LatecomerCredentials,
+    include_path=latecomer.PACKAGE_PATH,
+    dependencies=["spark"],
+)
+
+__all__ = ["LatecomerAdapter", "LatecomerConnectionManager", "LatecomerCredentials", "Plugin"]
