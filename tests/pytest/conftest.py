@@ -1,0 +1,129 @@
+"""Shared fixtures: one Spark session (one JVM) for the whole run, dbt in-process.
+
+Every scenario gets its own dbt target schema (``LATECOMER_SCHEMA``), so tables
+of one test never leak into another while the JVM and metastore are shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STATE_DIR = ROOT / ".latecomer" / "pytest"
+# Set before anything imports python_jobs.spark_config or starts Spark.
+os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from dbt.cli.main import dbtRunner, dbtRunnerResult  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+from python_jobs import ingest  # noqa: E402
+from python_jobs.spark_config import get_spark  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
+    session = get_spark("iceberg")
+    yield session
+    session.stop()
+
+
+@dataclass
+class Project:
+    """A latecomer deployment in its own schema, driven like a user would."""
+
+    spark: SparkSession
+    schema: str
+    target: str = "local"
+    target_path: Path = field(default_factory=lambda: ROOT / "target" / "pytest")
+
+    def dbt(
+        self, *args: str, vars: dict[str, Any] | None = None, expect_ok: bool = True
+    ) -> dbtRunnerResult:
+        cli = [
+            *args,
+            "--project-dir",
+            str(ROOT),
+            "--profiles-dir",
+            str(ROOT / "profiles"),
+            "--target",
+            self.target,
+            "--target-path",
+            str(self.target_path),
+        ]
+        if vars:
+            cli += ["--vars", json.dumps(vars)]
+        os.environ["LATECOMER_SCHEMA"] = self.schema
+        result = dbtRunner().invoke(cli)
+        if expect_ok and not result.success:
+            failures = (
+                [
+                    f"{r.node.name}: {r.message}"
+                    for r in (result.result or [])
+                    if r.status in ("error", "fail")
+                ]
+                if hasattr(result.result, "__iter__")
+                else [str(result.exception)]
+            )
+            raise AssertionError(f"dbt {' '.join(args)} failed: {failures}")
+        return result
+
+    def build(self, as_of: str, **more_vars: Any) -> dbtRunnerResult:
+        return self.dbt("build", vars={"as_of": as_of, **more_vars})
+
+    def ingest(self, source: str, *files: Path, arrival_ts: str, feed: str = "events") -> int:
+        argv = [
+            "--source",
+            source,
+            "--feed",
+            feed,
+            "--arrival-ts",
+            arrival_ts,
+            "--schema",
+            self.schema,
+        ]
+        return ingest.main([*argv, *map(str, files)])
+
+    def table(self, layer: str, name: str) -> DataFrame:
+        return self.spark.table(f"{self.schema}_{layer}.{name}")
+
+    def sql(self, text: str) -> list[Any]:
+        return self.spark.sql(text.format(schema=self.schema)).collect()
+
+    def drop(self) -> None:
+        for (db,) in self.spark.sql("show databases").collect():
+            if db == self.schema or db.startswith(f"{self.schema}_"):
+                self.spark.sql(f"drop database if exists {db} cascade")
+
+
+@pytest.fixture
+def project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    deployment = Project(spark=spark, schema=f"t_{name}")
+    deployment.drop()
+    yield deployment
+    deployment.drop()
+
+
+@pytest.fixture
+def write_ndjson(tmp_path: Path):
+    """Write dict rows (or raw strings) as an NDJSON landing file."""
+
+    def write(name: str, rows: list[dict[str, Any] | str]) -> Path:
+        path = tmp_path / name
+        path.write_text(
+            "".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows)
+        )
+        return path
+
+    return write
