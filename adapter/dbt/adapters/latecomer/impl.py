@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.latecomer.connections import LatecomerConnectionManager
-from dbt.adapters.latecomer.python_submissions import SessionPythonJobHelper, ThriftPythonJobHelper
+from dbt.adapters.latecomer.python_submissions import (
+    SessionPythonJobHelper,
+    ThriftPythonJobHelper,
+    python_model_unsupported_message,
+)
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
 
 
 class LatecomerAdapter(SparkAdapter):
@@ -17,10 +25,12 @@ class LatecomerAdapter(SparkAdapter):
         return "latecomer"
 
     @property
+    def runs_python(self) -> bool:
+        return self.config.credentials.method == SparkConnectionMethod.SESSION
+
+    @property
     def default_python_submission_method(self) -> str:
-        if self.config.credentials.method == SparkConnectionMethod.SESSION:
-            return "session"
-        return "unsupported"
+        return "session" if self.runs_python else "unsupported"
 
     @property
     def python_submission_helpers(self) -> dict[str, type[PythonJobHelper]]:
@@ -29,3 +39,17 @@ class LatecomerAdapter(SparkAdapter):
             "session": SessionPythonJobHelper,
             "unsupported": ThriftPythonJobHelper,
         }
+
+    def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
+        """Fail a Python model on a Thrift/HTTP target before its materialization starts.
+
+        The materialization would otherwise run pre-hooks and, for a table
+        whose format is neither Delta nor Iceberg, drop the old table before
+        it reaches the Python submission.
+        """
+        model = getattr(config, "model", None)
+        if getattr(model, "language", None) == "python" and not self.runs_python:
+            raise DbtRuntimeError(
+                python_model_unsupported_message(model.name, self.config.credentials)
+            )
+        return super().pre_model_hook(config)

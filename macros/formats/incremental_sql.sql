@@ -1,0 +1,23 @@
+{#- Overrides dbt-spark's macro of the same name (root-project macros win).
+    Before an append or a merge, the model's new rows are cached once, and when
+    there are none the write is skipped: an empty MERGE or INSERT would still
+    commit a new table version, and a run with nothing new must change no table. -#}
+{% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
+    {%- if strategy in ('append', 'merge') -%}
+        {%- do run_query('cache table ' ~ source ~ " options ('storageLevel' 'MEMORY_AND_DISK')") -%}
+        {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
+        {%- if new_rows == 0 -%}
+            {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
+            select 'nothing new' as status
+        {%- else -%}
+            {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
+            {%- if strategy == 'append' -%}
+                {{ get_insert_into_sql(source, target) }}
+            {%- else -%}
+                {{ get_merge_sql(target, source, unique_key, dest_columns=none, incremental_predicates=incremental_predicates) }}
+            {%- endif -%}
+        {%- endif -%}
+    {%- else -%}
+        {{ dbt_spark.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,21 @@
+{#- `column in ('a', 'b')`, or `false` for an empty list. -#}
+{% macro in_list(column, values) -%}
+    {%- if values | length == 0 -%}
+        false
+    {%- else -%}
+        {{ column }} in ({% for value in values %}'{{ value }}'{% if not loop.last %}, {% endif %}{% endfor %})
+    {%- endif -%}
+{%- endmacro %}
+
+{#- Largest value of `column` in this model's table, as a SQL timestamp literal
+    (1900-01-01 on a first or full-refresh run): a high-water mark. -#}
+{% macro high_water_mark(column, relation=none) -%}
+    {%- set relation = relation or this -%}
+    {%- if execute and is_incremental() -%}
+        {%- set value = run_query("select cast(max(" ~ column ~ ") as string) from " ~ relation).columns[0].values()[0] -%}
+        {%- if value is not none -%}
+            {{ return("cast('" ~ value ~ "' as timestamp)") }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return("cast('1900-01-01' as timestamp)") }}
+{%- endmacro %}

@@ -1,0 +1,115 @@
+{#- Append-only audit of every late merge, correction, deletion, quarantine,
+    quarantine release, backfill and replay, written in the run that made it;
+    never rebuilt (full_refresh: false). A run with nothing new adds no row. -#}
+{{ config(partition_by=['recorded_date']) }}
+
+{%- set hwm = high_water_mark('recorded_run_at') %}
+
+with silver_changes as (
+    select * from {{ ref('silver_event_changes') }}
+    where
+        changed_run_at > {{ hwm }}
+        and action in ('late_merge', 'correction', 'deletion', 'quarantine_release', 'backfill', 'replay')
+),
+
+quarantined as (
+    select * from {{ ref('silver_quarantine') }}
+    where status_run_at > {{ hwm }} and status = 'quarantined'
+),
+
+daily_after_final as (
+    select * from {{ ref('gold_daily_revenue') }}
+    where changed_run_at > {{ hwm }} and is_restated_after_final and restated_on = last_changed_at
+),
+
+silver_records as (
+    select
+        action,
+        event_id,
+        source_system,
+        to_json(named_struct(
+            'event_type', previous_event_type, 'user_id', previous_user_id, 'amount', previous_amount,
+            'event_ts', previous_event_ts, 'is_deleted', previous_is_deleted
+        )) as before_values,
+        to_json(named_struct(
+            'event_type', event_type, 'user_id', user_id, 'amount', amount,
+            'event_ts', event_ts, 'is_deleted', is_deleted
+        )) as after_values,
+        concat(record_kind, ' arrived ', cast(lateness_seconds as string), 's late (tier ', watermark_tier, ')')
+            as reason,
+        event_ts,
+        arrival_ts,
+        array_distinct(filter(
+            array(cast(event_date as string), cast(previous_event_date as string)), partition_date -> partition_date is not null
+        )) as impacted_partitions,
+        bronze_row_id,
+        changed_run_at as source_run_at
+    from silver_changes
+),
+
+quarantine_records as (
+    select
+        'quarantine' as action,
+        coalesce(event_key, event_id) as event_id,
+        source_system,
+        cast(null as string) as before_values,
+        raw_payload as after_values,
+        quarantine_reason as reason,
+        event_ts,
+        arrival_ts,
+        array() as impacted_partitions,
+        bronze_row_id,
+        status_run_at as source_run_at
+    from quarantined
+),
+
+restatement_records as (
+    select
+        'restatement_after_final' as action,
+        cast(null as string) as event_id,
+        source_system,
+        cast(null as string) as before_values,
+        to_json(named_struct(
+            'orders', orders, 'gross_revenue', gross_revenue, 'refunds', refunds,
+            'net_revenue', net_revenue, 'version', version
+        )) as after_values,
+        concat('final partition restated: ', restatement_reason) as reason,
+        cast(null as timestamp) as event_ts,
+        cast(null as timestamp) as arrival_ts,
+        array(cast(event_date as string)) as impacted_partitions,
+        cast(null as string) as bronze_row_id,
+        changed_run_at as source_run_at
+    from daily_after_final
+),
+
+unioned as (
+    select * from silver_records
+    union all
+    select * from quarantine_records
+    union all
+    select * from restatement_records
+),
+
+final as (
+    select
+        sha2(concat_ws('|', action, source_system, coalesce(event_id, ''), coalesce(bronze_row_id, ''),
+            cast(source_run_at as string), array_join(impacted_partitions, ',')), 256) as audit_id,
+        action,
+        event_id,
+        source_system,
+        before_values,
+        after_values,
+        reason,
+        '{{ var("actor") }}' as actor,
+        '{{ invocation_id }}' as invocation_id,
+        event_ts,
+        arrival_ts,
+        impacted_partitions,
+        bronze_row_id,
+        {{ as_of_ts() }} as recorded_at,
+        {{ run_ts() }} as recorded_run_at,
+        to_date({{ run_ts() }}) as recorded_date
+    from unioned
+)
+
+select * from final

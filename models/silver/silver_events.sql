@@ -1,0 +1,195 @@
+{#- Current truth per natural key (event_id, source_system), merged from the
+    arrival ledger. Precedence: deletion over correction over original; within a
+    kind the later arrival wins (then later ingest, then higher bronze row id),
+    so an older arrival never overwrites a newer one, a re-delivered original
+    never undoes a correction, and nothing resurrects a deleted event. Every
+    touched key counts its versions; superseded arrivals only raise the count. -#}
+{{ config(unique_key=['event_id', 'source_system'], partition_by=['event_date']) }}
+
+{%- set run_hwm = high_water_mark('changed_run_at') %}
+
+with arrivals as (
+    select * from {{ ref('silver_event_arrivals') }}
+),
+
+quarantine as (
+    select * from {{ ref('silver_quarantine') }}
+),
+
+new_arrivals as (
+    select
+        *,
+        false as is_release
+    from arrivals
+    where route = 'silver' and ledger_run_at > {{ run_hwm }}
+),
+
+released_arrivals as (
+    select
+        arrivals.*,
+        true as is_release
+    from quarantine
+    inner join arrivals on quarantine.bronze_row_id = arrivals.bronze_row_id
+    where
+        quarantine.status = 'released'
+        and quarantine.status_run_at > {{ run_hwm }}
+        and arrivals.event_ts is not null
+),
+
+candidates as (
+    select * from new_arrivals
+    union all
+    select * from released_arrivals
+),
+
+{#- A correction may name a superseded correction; follow such links to the
+    original event (three hops cover correction-of-a-correction chains). -#}
+correction_links as (
+    select
+        source_system,
+        event_id as alias_event_id,
+        max(target_event_id) as next_event_id
+    from arrivals
+    where record_kind = 'correction' and event_id is not null and event_id != target_event_id
+    group by source_system, event_id
+),
+
+resolved as (
+    select
+        candidates.*,
+        coalesce(hop3.next_event_id, hop2.next_event_id, hop1.next_event_id, candidates.target_event_id)
+            as resolved_event_id
+    from candidates
+    left join correction_links as hop1
+        on candidates.source_system = hop1.source_system
+        and candidates.target_event_id = hop1.alias_event_id
+    left join correction_links as hop2
+        on hop1.source_system = hop2.source_system
+        and hop1.next_event_id = hop2.alias_event_id
+    left join correction_links as hop3
+        on hop2.source_system = hop3.source_system
+        and hop2.next_event_id = hop3.alias_event_id
+),
+
+ranked as (
+    select
+        *,
+        row_number() over (
+            partition by resolved_event_id, source_system
+            order by precedence desc, arrival_ts desc, ingested_at desc, bronze_row_id desc
+        ) as batch_rank,
+        count(*) over (partition by resolved_event_id, source_system) as new_versions,
+        min(arrival_ts) over (partition by resolved_event_id, source_system) as batch_first_arrival_ts,
+        max(cast(is_release as int)) over (partition by resolved_event_id, source_system) as has_release
+    from resolved
+),
+
+batch_winners as (
+    select * from ranked where batch_rank = 1
+),
+
+{% if is_incremental() %}
+existing as (
+    select current_rows.*
+    from {{ this }} as current_rows
+    left semi join batch_winners
+        on current_rows.event_id = batch_winners.resolved_event_id
+        and current_rows.source_system = batch_winners.source_system
+),
+{% else %}
+existing as (
+    select
+        resolved_event_id as event_id,
+        source_system,
+        event_type,
+        user_id,
+        amount,
+        event_ts,
+        event_date,
+        false as is_deleted,
+        record_kind,
+        precedence,
+        arrival_ts,
+        ingested_at,
+        bronze_row_id,
+        arrival_ts as first_arrival_ts,
+        lateness_seconds,
+        watermark_tier,
+        cast(0 as bigint) as version_count
+    from batch_winners
+    where false
+),
+{% endif %}
+
+compared as (
+    select
+        batch_winners.*,
+        existing.event_id is not null as is_known,
+        existing.event_id is null
+        or named_struct(
+            'precedence', batch_winners.precedence,
+            'arrival_ts', batch_winners.arrival_ts,
+            'ingested_at', batch_winners.ingested_at,
+            'bronze_row_id', batch_winners.bronze_row_id
+        ) > named_struct(
+            'precedence', existing.precedence,
+            'arrival_ts', existing.arrival_ts,
+            'ingested_at', existing.ingested_at,
+            'bronze_row_id', existing.bronze_row_id
+        ) as new_wins,
+        existing.event_type as old_event_type,
+        existing.user_id as old_user_id,
+        existing.amount as old_amount,
+        existing.event_ts as old_event_ts,
+        existing.event_date as old_event_date,
+        existing.is_deleted as old_is_deleted,
+        existing.record_kind as old_record_kind,
+        existing.precedence as old_precedence,
+        existing.arrival_ts as old_arrival_ts,
+        existing.ingested_at as old_ingested_at,
+        existing.bronze_row_id as old_bronze_row_id,
+        existing.first_arrival_ts as old_first_arrival_ts,
+        existing.lateness_seconds as old_lateness_seconds,
+        existing.watermark_tier as old_watermark_tier,
+        existing.version_count as old_version_count
+    from batch_winners
+    left join existing
+        on batch_winners.resolved_event_id = existing.event_id
+        and batch_winners.source_system = existing.source_system
+),
+
+final as (
+    select
+        resolved_event_id as event_id,
+        source_system,
+        {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
+                           'precedence', 'arrival_ts', 'ingested_at', 'bronze_row_id',
+                           'lateness_seconds', 'watermark_tier'] %}
+            case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
+        {%- endfor %}
+        case when new_wins then record_kind = 'deletion' else old_is_deleted end as is_deleted,
+        least(batch_first_arrival_ts, coalesce(old_first_arrival_ts, batch_first_arrival_ts)) as first_arrival_ts,
+        coalesce(old_version_count, 0) + new_versions as version_count,
+        old_event_type as previous_event_type,
+        old_user_id as previous_user_id,
+        old_amount as previous_amount,
+        old_event_ts as previous_event_ts,
+        old_event_date as previous_event_date,
+        old_is_deleted as previous_is_deleted,
+        case
+            when not new_wins then 'duplicate'
+            when {{ in_backfill_window('event_date') }} then '{{ var("backfill_mode") }}'
+            when has_release = 1 and is_release then 'quarantine_release'
+            when record_kind = 'deletion' then 'deletion'
+            when record_kind = 'correction' then 'correction'
+            when is_known then 'late_merge'
+            when watermark_tier != '{{ var("watermark_tiers")[0]["name"] }}' then 'late_merge'
+            else 'insert'
+        end as last_action,
+        {{ as_of_ts() }} as processed_at,
+        {{ run_ts() }} as changed_run_at,
+        '{{ invocation_id }}' as invocation_id
+    from compared
+)
+
+select * from final

@@ -1,0 +1,81 @@
+{#- Rows held out of silver and gold, with their reason and raw payload:
+    malformed lines, rows without a natural key, and events later than the last
+    watermark tier. A steward releases a row (it then merges and restates like
+    any late event) or rejects it with a reason; nothing leaves this table. -#}
+{{ config(unique_key='bronze_row_id') }}
+
+{%- set run_hwm = high_water_mark('status_run_at') %}
+
+with arrivals as (
+    select * from {{ ref('silver_event_arrivals') }}
+    where route = 'quarantine' and ledger_run_at > {{ run_hwm }}
+),
+
+decisions as (
+    select * from {{ ref('stg_steward_decisions') }}
+    where decided_at > {{ high_water_mark('decided_at') }}
+),
+
+{% if is_incremental() %}
+existing as (
+    select * from {{ this }}
+),
+{% endif %}
+
+newly_quarantined as (
+    select
+        arrivals.bronze_row_id,
+        arrivals.ingestion_id,
+        arrivals.source_system,
+        arrivals.event_id,
+        arrivals.event_key,
+        arrivals.event_type,
+        arrivals.event_ts,
+        arrivals.event_date,
+        arrivals.arrival_ts,
+        arrivals.lateness_seconds,
+        arrivals.quarantine_reason,
+        arrivals.raw_payload,
+        {{ as_of_ts() }} as first_seen_at,
+        'quarantined' as status,
+        cast(null as string) as decision_reason,
+        cast(null as string) as decided_by,
+        cast(null as timestamp) as decided_at
+    from arrivals
+),
+
+{% if is_incremental() %}
+decided as (
+    select
+        existing.bronze_row_id,
+        existing.ingestion_id,
+        existing.source_system,
+        existing.event_id,
+        existing.event_key,
+        existing.event_type,
+        existing.event_ts,
+        existing.event_date,
+        existing.arrival_ts,
+        existing.lateness_seconds,
+        existing.quarantine_reason,
+        existing.raw_payload,
+        existing.first_seen_at,
+        case decisions.decision when 'release' then 'released' else 'rejected' end as status,
+        decisions.reason as decision_reason,
+        decisions.actor as decided_by,
+        decisions.decided_at
+    from existing
+    inner join decisions on existing.bronze_row_id = decisions.bronze_row_id
+    where existing.status = 'quarantined'
+),
+{% endif %}
+
+final as (
+    select *, {{ run_ts() }} as status_run_at, '{{ invocation_id }}' as invocation_id from newly_quarantined
+    {% if is_incremental() %}
+        union all
+        select *, {{ run_ts() }} as status_run_at, '{{ invocation_id }}' as invocation_id from decided
+    {% endif %}
+)
+
+select * from final

@@ -1,0 +1,432 @@
+"""Start, check and stop a local Spark Thrift Server for the ``thrift`` dbt target.
+
+    python -m python_jobs.thrift_server start  [--port N] [--timeout S] [--table-format F]
+    python -m python_jobs.thrift_server status [--port N]
+    python -m python_jobs.thrift_server stop
+
+The server is the HiveThriftServer2 shipped in the pyspark wheel, launched with
+``<pyspark>/bin/spark-submit`` in the background and bound to 127.0.0.1. It gets
+exactly the settings of the ``local`` target, from
+:func:`python_jobs.spark_config.spark_conf`: same catalog, warehouse, metastore
+and table format. Jars go on the driver class path (``--jars`` would not reach
+the server's SQL sessions).
+
+Environment variables: ``LATECOMER_THRIFT_PORT`` (default port, 10000),
+``LATECOMER_STATE_DIR`` (see :mod:`python_jobs.spark_config`). The pid file
+(``thrift_server.pid``: pid on the first line, port on the second) and the log
+file (``thrift_server.log``) live in the state dir.
+
+The embedded Derby metastore (the default, when ``LATECOMER_METASTORE_URI`` is
+unset) admits a single process: while the server runs, no other Spark process
+(``python -m python_jobs.ingest``, ``dbt --target local``, pytest's session)
+can use the same state dir, and the server cannot start while one of them holds
+it. Land data before ``start`` or after ``stop``, or give each its own
+``LATECOMER_STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from python_jobs.spark_config import SparkConfigError, spark_conf, state_dir
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 10000
+DEFAULT_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+PID_FILE = "thrift_server.pid"
+LOG_FILE = "thrift_server.log"
+PROG = "python -m python_jobs.thrift_server"
+LOG_TAIL_LINES = 20
+
+
+class ThriftServerError(RuntimeError):
+    """A problem the user can fix; the message (one line) says how."""
+
+
+@dataclass(frozen=True)
+class ServerFiles:
+    state: Path
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state / PID_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.state / LOG_FILE
+
+
+@dataclass(frozen=True)
+class Running:
+    pid: int
+    port: int
+
+
+def default_port() -> int:
+    raw = os.environ.get("LATECOMER_THRIFT_PORT", str(DEFAULT_PORT))
+    try:
+        return int(raw)
+    except ValueError:
+        raise ThriftServerError(f"LATECOMER_THRIFT_PORT={raw!r} is not a port number") from None
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def java_executable() -> str:
+    """The java that spark-submit will use (JAVA_HOME first, then PATH)."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = Path(java_home) / "bin" / "java"
+        if os.access(java, os.X_OK):
+            return str(java)
+        raise ThriftServerError(
+            f"Java is missing: JAVA_HOME={java_home} has no bin/java; point JAVA_HOME at a "
+            "JDK 17 or unset it (e.g. apt-get install openjdk-17-jdk-headless)"
+        )
+    java = shutil.which("java")
+    if java is None:
+        raise ThriftServerError(
+            "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) "
+            "or set JAVA_HOME"
+        )
+    return java
+
+
+def submit_command(port: int, table_format: str) -> list[str]:
+    """The spark-submit command line of the server."""
+    conf = spark_conf(table_format)
+    jars = [jar for jar in conf.pop("spark.jars", "").split(",") if jar]
+    command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
+    command += ["--name", "latecomer-thrift-server"]
+    if jars:
+        command += ["--driver-class-path", ":".join(jars)]
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    state = state_dir()
+    hiveconf = {
+        "hive.server2.thrift.port": str(port),
+        "hive.server2.thrift.bind.host": HOST,
+        "hive.server2.logging.operation.log.location": str(state / "thrift_operation_logs"),
+        "hive.exec.local.scratchdir": str(state / "thrift_scratch"),
+    }
+    for key, value in hiveconf.items():
+        command += ["--hiveconf", f"{key}={value}"]
+    return command
+
+
+def port_in_use(port: int) -> bool:
+    """True when something listens on HOST:port (binding it fails)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def port_answers(port: int, timeout_s: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def select_one(port: int) -> None:
+    """Open a PyHive session and run ``select 1``; raises on failure."""
+    from pyhive import hive
+
+    user = os.environ.get("USER", "latecomer")
+    connection = hive.connect(host=HOST, port=port, username=user)
+    try:
+        cursor = connection.cursor()
+        cursor.execute("select 1")
+        rows = cursor.fetchall()
+        if [tuple(row) for row in rows] != [(1,)]:
+            raise RuntimeError(f"select 1 returned {rows!r}")
+    finally:
+        connection.close()
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` is a live (non-zombie) process."""
+    try:
+        # Reap it if it is our own child (start and stop in one Python process).
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        # The state letter follows the parenthesised command name.
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def is_thrift_server(pid: int) -> bool:
+    """Guard against a recycled pid: the process must run HiveThriftServer2."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if not cmdline.parent.exists():
+        return True  # no /proc (macOS): trust the pid file
+    try:
+        return MAIN_CLASS.encode() in cmdline.read_bytes()
+    except OSError:
+        return False
+
+
+def read_pid_file(files: ServerFiles) -> Running | None:
+    """The running server recorded in the pid file, or None (stale files are removed)."""
+    try:
+        lines = files.pid_file.read_text().split()
+        running = Running(pid=int(lines[0]), port=int(lines[1]))
+    except FileNotFoundError:
+        return None
+    except (ValueError, IndexError):
+        files.pid_file.unlink(missing_ok=True)
+        return None
+    if process_alive(running.pid) and is_thrift_server(running.pid):
+        return running
+    files.pid_file.unlink(missing_ok=True)
+    return None
+
+
+DERBY_LOCKED = "Another instance of Derby may have already booted the database"
+
+
+def read_log(path: Path, offset: int = 0) -> str:
+    """The log written since ``offset`` (this start's part)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def startup_failure(files: ServerFiles, log_offset: int, returncode: int | None) -> str:
+    log = read_log(files.log_file, log_offset)
+    if DERBY_LOCKED in log:
+        cause = (
+            f"the Derby metastore in {files.state} is in use by another Spark process "
+            "(ingest, dbt --target local, pytest); stop it or use another LATECOMER_STATE_DIR"
+        )
+    else:
+        cause = f"exit code {returncode}"
+    tail = "\n".join(log.splitlines()[-LOG_TAIL_LINES:])
+    return f"Thrift server died during startup ({cause}); see {files.log_file}" + (
+        f"; last lines:\n{tail}" if tail else ""
+    )
+
+
+def terminate(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM the server's process group, SIGKILL it if it lingers."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(pid, sig)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not process_alive(pid):
+                return
+            time.sleep(0.2)
+
+
+def start(port: int, timeout_s: float, table_format: str, out: TextIO) -> None:
+    files = ServerFiles(state_dir())
+    running = read_pid_file(files)
+    if running is not None:
+        raise ThriftServerError(
+            f"Thrift server already running (pid {running.pid}, port {running.port}, "
+            f"state dir {files.state}); stop it first with `{PROG} stop`"
+        )
+    if port_in_use(port):
+        raise ThriftServerError(
+            f"Port {port} on {HOST} is already taken by another process; free it or choose "
+            f"another with --port N (or LATECOMER_THRIFT_PORT=N)"
+        )
+    java_executable()
+    try:
+        command = submit_command(port, table_format)
+    except SparkConfigError as exc:
+        raise ThriftServerError(str(exc)) from None
+    files.state.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SPARK_HOME": str(spark_home())}
+    env.setdefault("SPARK_LOCAL_IP", HOST)
+    print(
+        f"Starting Spark Thrift Server on {HOST}:{port} ({table_format}, state dir "
+        f"{files.state}); log: {files.log_file}",
+        file=out,
+        flush=True,
+    )
+    started = time.monotonic()
+    with files.log_file.open("ab") as log:
+        log_offset = log.tell()
+        log.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=files.state,
+            env=env,
+            start_new_session=True,
+        )
+    files.pid_file.write_text(f"{process.pid}\n{port}\n")
+    try:
+        wait_until_ready(process, port, started, timeout_s, files, log_offset, out)
+    except BaseException:
+        terminate(process.pid, timeout_s=10)
+        process.wait()
+        files.pid_file.unlink(missing_ok=True)
+        raise
+    print(
+        f"Thrift server ready on {HOST}:{port} (pid {process.pid}) after "
+        f"{time.monotonic() - started:.1f}s; stop it with `{PROG} stop`",
+        file=out,
+        flush=True,
+    )
+
+
+def wait_until_ready(
+    process: subprocess.Popen[bytes],
+    port: int,
+    started: float,
+    timeout_s: float,
+    files: ServerFiles,
+    log_offset: int,
+    out: TextIO,
+) -> None:
+    """Poll until the port answers and ``select 1`` works, the process dies or time runs out."""
+    next_note = 10.0
+    last_error = "port not open yet"
+    while True:
+        elapsed = time.monotonic() - started
+        if process.poll() is not None:
+            raise ThriftServerError(startup_failure(files, log_offset, process.returncode))
+        if elapsed > timeout_s:
+            raise ThriftServerError(
+                f"Thrift server did not accept connections within {timeout_s:.0f}s "
+                f"({last_error}); stopped it. See {files.log_file} or retry with --timeout"
+            )
+        if port_answers(port):
+            try:
+                select_one(port)
+                return
+            except Exception as exc:  # the server is still starting its session
+                last_error = f"select 1 failed: {type(exc).__name__}: {exc}".splitlines()[0]
+        if elapsed >= next_note:
+            print(f"  waiting for the server... {elapsed:.0f}s", file=out, flush=True)
+            next_note += 10.0
+        time.sleep(1.0)
+
+
+def stop(out: TextIO) -> None:
+    files = ServerFiles(state_dir())
+    running = read_pid_file(files)
+    if running is None:
+        raise ThriftServerError(
+            f"Thrift server is not running (no live pid in {files.pid_file}); "
+            f"start it with `{PROG} start`"
+        )
+    print(f"Stopping Thrift server (pid {running.pid}, port {running.port})...", file=out)
+    terminate(running.pid)
+    files.pid_file.unlink(missing_ok=True)
+    print("Thrift server stopped", file=out)
+
+
+def status(port: int, out: TextIO) -> bool:
+    files = ServerFiles(state_dir())
+    running = read_pid_file(files)
+    if running is None:
+        taken = " (but another process listens on it)" if port_in_use(port) else ""
+        print(
+            f"Thrift server not running (state dir {files.state}, port {port}{taken}); "
+            f"log: {files.log_file}",
+            file=out,
+        )
+        return False
+    answering = "answering" if port_answers(running.port) else "NOT answering yet"
+    print(
+        f"Thrift server running: pid {running.pid}, {HOST}:{running.port} ({answering}), "
+        f"log: {files.log_file}",
+        file=out,
+    )
+    return True
+
+
+def build_parser() -> argparse.ArgumentParser:
+    assert __doc__ is not None
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["start", "status", "stop"])
+    parser.add_argument(
+        "--port", type=int, help="port on 127.0.0.1 (default: LATECOMER_THRIFT_PORT or 10000)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"seconds `start` waits for the server (default {DEFAULT_TIMEOUT_S:.0f})",
+    )
+    parser.add_argument(
+        "--table-format",
+        choices=["iceberg", "delta"],
+        default=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
+        help="table format of the server's catalog (default: iceberg, as the thrift target)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        port = args.port if args.port is not None else default_port()
+        if not 0 < port < 65536:
+            raise ThriftServerError(f"--port {port} is not a TCP port (1-65535)")
+        if args.action == "start":
+            start(port, args.timeout, args.table_format, sys.stdout)
+        elif args.action == "stop":
+            stop(sys.stdout)
+        else:
+            return 0 if status(port, sys.stdout) else 3
+    except ThriftServerError as exc:
+        print(f"thrift_server: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("thrift_server: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
