@@ -122,8 +122,9 @@
             {%- endif %}
             not (
                 {%- for measure in measures %}
-                    cmp.{{ measure }} <=> cmp.old_{{ measure }}{% if not loop.last %} and{% endif %}
+                    cmp.{{ measure }} <=> cmp.old_{{ measure }} and
                 {%- endfor %}
+                {% if status == 'computed' %}true{% else %}cmp.fresh_status <=> cmp.old_status{% endif %}
             ) as values_changed
         from cmp
         inner join {{ impacted }} on cmp.{{ partition_column }} = {{ impacted }}.partition_value

@@ -1,6 +1,7 @@
 {#- Current truth per natural key (event_id, source_system), merged from the
     arrival ledger. Precedence: deletion over correction over original; within a
-    kind the later arrival wins (then later ingest, then higher bronze row id),
+    kind the later arrival wins (ties: higher ingestion id, then later line; both
+    content-derived, so the outcome never depends on landing order),
     so an older arrival never overwrites a newer one, a re-delivered original
     never undoes a correction, and nothing resurrects a deleted event. Every
     touched key counts its versions; superseded arrivals only raise the count. -#}
@@ -76,7 +77,7 @@ ranked as (
         *,
         row_number() over (
             partition by resolved_event_id, source_system
-            order by precedence desc, arrival_ts desc, ingested_at desc, bronze_row_id desc
+            order by precedence desc, arrival_ts desc, ingestion_id desc, line_number desc
         ) as batch_rank,
         count(*) over (partition by resolved_event_id, source_system) as new_versions,
         min(arrival_ts) over (partition by resolved_event_id, source_system) as batch_first_arrival_ts,
@@ -111,6 +112,8 @@ existing as (
         precedence,
         arrival_ts,
         ingested_at,
+        ingestion_id,
+        line_number,
         bronze_row_id,
         arrival_ts as first_arrival_ts,
         lateness_seconds,
@@ -129,13 +132,13 @@ compared as (
         or named_struct(
             'precedence', batch_winners.precedence,
             'arrival_ts', batch_winners.arrival_ts,
-            'ingested_at', batch_winners.ingested_at,
-            'bronze_row_id', batch_winners.bronze_row_id
+            'ingestion_id', batch_winners.ingestion_id,
+            'line_number', batch_winners.line_number
         ) > named_struct(
             'precedence', existing.precedence,
             'arrival_ts', existing.arrival_ts,
-            'ingested_at', existing.ingested_at,
-            'bronze_row_id', existing.bronze_row_id
+            'ingestion_id', existing.ingestion_id,
+            'line_number', existing.line_number
         ) as new_wins,
         existing.event_type as old_event_type,
         existing.user_id as old_user_id,
@@ -147,6 +150,8 @@ compared as (
         existing.precedence as old_precedence,
         existing.arrival_ts as old_arrival_ts,
         existing.ingested_at as old_ingested_at,
+        existing.ingestion_id as old_ingestion_id,
+        existing.line_number as old_line_number,
         existing.bronze_row_id as old_bronze_row_id,
         existing.first_arrival_ts as old_first_arrival_ts,
         existing.lateness_seconds as old_lateness_seconds,
@@ -163,7 +168,7 @@ final as (
         resolved_event_id as event_id,
         source_system,
         {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
-                           'precedence', 'arrival_ts', 'ingested_at', 'bronze_row_id',
+                           'precedence', 'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
                            'lateness_seconds', 'watermark_tier'] %}
             case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
         {%- endfor %}

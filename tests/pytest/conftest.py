@@ -78,8 +78,9 @@ class Project:
             raise AssertionError(f"dbt {' '.join(args)} failed: {failures}")
         return result
 
-    def build(self, as_of: str, **more_vars: Any) -> dbtRunnerResult:
-        return self.dbt("build", vars={"as_of": as_of, **more_vars})
+    def build(self, as_of: str, select: str | None = None, **more_vars: Any) -> dbtRunnerResult:
+        selection = ["--select", select] if select else []
+        return self.dbt("build", *selection, vars={"as_of": as_of, **more_vars})
 
     def ingest(self, source: str, *files: Path, arrival_ts: str, feed: str = "events") -> int:
         argv = [
@@ -106,13 +107,23 @@ class Project:
                 self.spark.sql(f"drop database if exists {db} cascade")
 
 
-@pytest.fixture
-def project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
-    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
-    deployment = Project(spark=spark, schema=f"t_{name}")
+def _deployment(spark: SparkSession, name: str) -> Iterator[Project]:
+    deployment = Project(spark=spark, schema="t_" + re.sub(r"[^a-z0-9_]", "_", name.lower())[:40])
     deployment.drop()
     yield deployment
     deployment.drop()
+
+
+@pytest.fixture
+def project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
+    """A fresh deployment for one test."""
+    yield from _deployment(spark, request.node.name)
+
+
+@pytest.fixture(scope="module")
+def module_project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
+    """One deployment shared by the tests of a module, which run in order."""
+    yield from _deployment(spark, request.module.__name__.rsplit(".", 1)[-1])
 
 
 @pytest.fixture

@@ -1,0 +1,36 @@
+{#- Revenue per event hour and source; restated with its event date. -#}
+{{ config(unique_key=['event_date', 'event_hour', 'source_system'], partition_by=['event_date']) }}
+
+with changes as (
+    select * from {{ ref('silver_event_changes') }}
+),
+
+impacted as (
+    {{ changed_partitions('changes') }}
+),
+
+silver_events as (
+    select * from {{ ref('silver_events') }}
+    where not is_deleted and event_date in (select partition_value from impacted)
+),
+
+recomputed as (
+    select
+        event_date,
+        hour(event_ts) as event_hour,
+        source_system,
+        count_if(event_type = 'order_placed') as orders,
+        coalesce(sum(case when event_type = 'order_placed' then amount end), 0) as gross_revenue,
+        coalesce(sum(case when event_type = 'refund' then amount end), 0) as refunds,
+        coalesce(sum(case when event_type = 'order_placed' then amount end), 0)
+        - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
+    from silver_events
+    group by event_date, hour(event_ts), source_system
+),
+
+final as (
+    {{ restate('recomputed', 'impacted', ['event_date', 'event_hour', 'source_system'],
+               ['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
+)
+
+select * from final

@@ -1,0 +1,104 @@
+"""Steward path for quarantined rows: list, release or reject them.
+
+    python -m python_jobs.steward list
+    python -m python_jobs.steward release --reason "late partner file, approved" BRONZE_ROW_ID...
+    python -m python_jobs.steward reject --reason "test traffic" BRONZE_ROW_ID...
+
+Decisions are appended to ``<schema>_bronze.steward_decisions``; the next
+``dbt build`` applies them: released rows merge into silver and restate gold
+like any late event (audited as quarantine_release), rejected rows stay in
+quarantine with the reason. Only rows held for lateness can be released;
+malformed rows are fixed at the source and landed again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pyspark.sql import SparkSession
+
+from python_jobs.spark_config import get_spark
+
+RELEASABLE_REASONS = ("beyond_watermark",)
+
+
+def quarantine_rows(spark: SparkSession, schema: str, ids: Sequence[str]) -> dict[str, dict]:
+    table = f"{schema}_silver.silver_quarantine"
+    if not spark.catalog.tableExists(table):
+        raise SystemExit(f"steward: error: no {table} yet; run `dbt build` first")
+    quoted = ", ".join("'" + i.replace("'", "") + "'" for i in ids)
+    rows = spark.sql(
+        f"select bronze_row_id, status, quarantine_reason from {table} "
+        f"where bronze_row_id in ({quoted})"
+    ).collect()
+    return {row.bronze_row_id: row.asDict() for row in rows}
+
+
+def decide(
+    spark: SparkSession, schema: str, decision: str, ids: Sequence[str], reason: str, actor: str
+) -> int:
+    found = quarantine_rows(spark, schema, ids)
+    problems = []
+    for bronze_row_id in ids:
+        row = found.get(bronze_row_id)
+        if row is None:
+            problems.append(f"{bronze_row_id}: not in quarantine")
+        elif row["status"] != "quarantined":
+            problems.append(f"{bronze_row_id}: already {row['status']}")
+        elif decision == "release" and row["quarantine_reason"] not in RELEASABLE_REASONS:
+            problems.append(
+                f"{bronze_row_id}: held as '{row['quarantine_reason']}', which cannot be released; "
+                "fix the line at the source and land the file again"
+            )
+    if problems:
+        for problem in problems:
+            print(f"steward: error: {problem}", file=sys.stderr)
+        print("steward: nothing recorded", file=sys.stderr)
+        return 2
+    decided_at = datetime.now(UTC)
+    rows = [(uuid.uuid4().hex, i, decision, reason, actor, decided_at) for i in ids]
+    spark.createDataFrame(
+        rows,
+        "decision_id string, bronze_row_id string, decision string, reason string, "
+        "actor string, decided_at timestamp",
+    ).writeTo(f"{schema}_bronze.steward_decisions").append()
+    print(f"steward: recorded {decision} of {len(ids)} row(s); the next dbt build applies it")
+    return 0
+
+
+def list_quarantine(spark: SparkSession, schema: str) -> int:
+    spark.sql(
+        f"select bronze_row_id, source_system, quarantine_reason, status, event_ts, arrival_ts, "
+        f"first_seen_at from {schema}_silver.silver_quarantine order by first_seen_at, bronze_row_id"
+    ).show(100, truncate=False)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m python_jobs.steward", description=__doc__)
+    parser.add_argument("--schema", default=os.environ.get("LATECOMER_SCHEMA", "latecomer"))
+    parser.add_argument("--actor", default=os.environ.get("LATECOMER_ACTOR", getpass.getuser()))
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="show quarantined rows")
+    for name in ("release", "reject"):
+        sub = commands.add_parser(name, help=f"{name} quarantined rows")
+        sub.add_argument("--reason", required=True, help="why (recorded in the audit table)")
+        sub.add_argument("bronze_row_ids", nargs="+", metavar="BRONZE_ROW_ID")
+    args = parser.parse_args(argv)
+    spark = get_spark()
+    if args.command == "list":
+        return list_quarantine(spark, args.schema)
+    if not args.reason.strip():
+        print("steward: error: --reason must not be empty", file=sys.stderr)
+        return 2
+    return decide(spark, args.schema, args.command, args.bronze_row_ids, args.reason, args.actor)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""A plain-Python statement of latecomer's late-data rules, written from the
+specification and independent of the SQL models, used to compute expected
+answers for the scenario tests. Kept deliberately naive: no Spark, no SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+EVENT_TYPES = {"page_view", "add_to_cart", "order_placed", "payment_confirmed", "refund"}
+OFFSET = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
+LAST_TIER = timedelta(hours=720)
+
+
+@dataclass
+class Arrival:
+    source: str
+    arrival: datetime
+    file_key: str  # stands in for the content-derived ingestion id
+    line: int
+    record: dict
+
+
+def parse_ts(text: str | None) -> datetime | None:
+    if not isinstance(text, str) or not OFFSET.search(text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def well_formed(record: dict, arrival: datetime) -> bool:
+    ts = parse_ts(record.get("event_ts"))
+    if ts is None or record.get("event_type") not in EVENT_TYPES:
+        return False
+    if record["event_type"] in ("order_placed", "refund") and record.get("amount") is None:
+        return False
+    if record.get("amount") is not None:
+        try:
+            Decimal(str(record["amount"]))
+        except InvalidOperation:
+            return False
+    return ts <= arrival + timedelta(hours=24)
+
+
+def arrivals_from_lines(
+    source: str, arrival: datetime, file_key: str, lines: list[str]
+) -> list[Arrival]:
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        out.append(
+            Arrival(source, arrival, file_key, number, record if isinstance(record, dict) else {})
+        )
+    return out
+
+
+def expected_state(arrivals: list[Arrival]) -> tuple[dict, int]:
+    """(current rows per key, quarantined count) after all arrivals, any order."""
+    accepted, quarantined = [], 0
+    for a in arrivals:
+        r = a.record
+        ts = parse_ts(r.get("event_ts")) if r else None
+        if not r or not well_formed(r, a.arrival):
+            quarantined += 1
+            continue
+        key = r.get("event_id") or (
+            (
+                r["event_type"],
+                r.get("user_id"),
+                ts,
+                Decimal(str(r.get("amount", "0"))).quantize(Decimal("0.01")),
+            )
+            if r.get("user_id")
+            else None
+        )
+        if key is None and not r.get("corrects_event_id"):
+            quarantined += 1
+            continue
+        if a.arrival - ts > LAST_TIER:
+            quarantined += 1
+            continue
+        accepted.append((a, r, key, ts))
+    links = {
+        (a.source, r["event_id"]): r["corrects_event_id"]
+        for a, r, _, _ in accepted
+        if r.get("is_correction")
+        and r.get("event_id")
+        and r.get("corrects_event_id")
+        and r["event_id"] != r["corrects_event_id"]
+    }
+    current: dict = {}
+    for a, r, key, ts in accepted:
+        kind = 3 if r.get("is_deleted") else 2 if r.get("is_correction") else 1
+        target = r.get("corrects_event_id") or key if kind > 1 else key
+        for _ in range(3):
+            target = links.get((a.source, target), target)
+        rank = (kind, a.arrival, a.file_key, a.line)
+        slot = (target, a.source)
+        if slot not in current or rank > current[slot]["rank"]:
+            current[slot] = {
+                "rank": rank,
+                "deleted": kind == 3,
+                "type": r["event_type"],
+                "amount": Decimal(str(r.get("amount", "0"))),
+                "date": ts.date(),
+            }
+    return current, quarantined
+
+
+def expected_daily_revenue(
+    arrivals: list[Arrival],
+) -> dict[tuple[date, str], tuple[int, Decimal, Decimal]]:
+    """(event_date, source) -> (orders, gross revenue, refunds)."""
+    current, _ = expected_state(arrivals)
+    totals: dict = defaultdict(lambda: [0, Decimal("0"), Decimal("0")])
+    for (_, source), row in current.items():
+        if row["deleted"]:
+            continue
+        cell = totals[(row["date"], source)]
+        if row["type"] == "order_placed":
+            cell[0] += 1
+            cell[1] += row["amount"]
+        elif row["type"] == "refund":
+            cell[2] += row["amount"]
+        else:
+            cell[0] += 0
+    return {k: (v[0], v[1], v[2]) for k, v in totals.items()}

@@ -1,0 +1,193 @@
+"""The sample batches end to end, checked against the plain-Python reference.
+
+Tests in this module share one deployment and run in order: initial build,
+idempotent re-run, one late event, a correction after final.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import date, datetime
+from decimal import Decimal
+
+import pytest
+
+from tests.pytest.conftest import ROOT, Project
+from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, expected_state
+
+LANDING = ROOT / "seeds" / "landing"
+AS_OF = "2024-01-21T00:00:00+00:00"
+# The late-arrival core and everything it feeds; other features have their own tests.
+CORE = "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue"
+
+
+def batches() -> list[dict[str, str]]:
+    with (ROOT / "seeds" / "landing_batches.csv").open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def reference_arrivals(extra: list | None = None):
+    out = []
+    for batch in batches():
+        lines = (LANDING / batch["file_name"]).read_text().splitlines()
+        arrival = datetime.fromisoformat(batch["arrival_ts"])
+        out += arrivals_from_lines(batch["source_system"], arrival, batch["file_name"], lines)
+    return out + (extra or [])
+
+
+def gold_rows(project: Project) -> dict:
+    rows = project.table("gold", "gold_daily_revenue").collect()
+    return {(r.event_date, r.source_system): r for r in rows}
+
+
+def nonzero(expected: dict) -> dict:
+    return {k: v for k, v in expected.items() if v != (0, Decimal(0), Decimal(0))}
+
+
+def table_versions(project: Project) -> dict[str, int]:
+    versions = {}
+    for layer in ("bronze", "silver", "gold", "audit"):
+        for (name,) in (
+            project.spark.sql(f"show tables in {project.schema}_{layer}")
+            .select("tableName")
+            .collect()
+        ):
+            full = f"{project.schema}_{layer}.{name}"
+            if (
+                project.spark.sql(f"describe table extended {full}")
+                .where("col_name = 'Type'")
+                .first()[1]
+                == "VIEW"
+            ):
+                continue
+            snaps = project.spark.sql(f"select count(*) from {full}.snapshots").first()[0]
+            versions[full] = snaps
+    return versions
+
+
+@pytest.fixture(scope="module")
+def sample(module_project: Project) -> Project:
+    for batch in batches():
+        assert (
+            module_project.ingest(
+                batch["source_system"], LANDING / batch["file_name"], arrival_ts=batch["arrival_ts"]
+            )
+            == 0
+        )
+    module_project.build(as_of=AS_OF, select=CORE)
+    return module_project
+
+
+def test_gold_matches_reference(sample: Project) -> None:
+    expected = nonzero(expected_daily_revenue(reference_arrivals()))
+    actual = {
+        key: (row.orders, row.gross_revenue, row.refunds)
+        for key, row in gold_rows(sample).items()
+        if (row.orders, row.gross_revenue, row.refunds) != (0, 0, 0)
+    }
+    assert actual == expected
+    for row in gold_rows(sample).values():
+        assert row.net_revenue == row.gross_revenue - row.refunds
+
+
+def test_conservation_and_quarantine(sample: Project) -> None:
+    current, quarantined = expected_state(reference_arrivals())
+    bronze = sample.table("bronze", "bronze_events").count()
+    silver = sample.table("silver", "silver_events")
+    assert silver.count() == len(current)
+    assert silver.groupBy().sum("version_count").first()[0] + quarantined == bronze
+    reasons = {r.quarantine_reason for r in sample.table("silver", "silver_quarantine").collect()}
+    assert {"beyond_watermark", "null_natural_key", "malformed: invalid_json"} <= reasons
+
+
+def test_precedence_rules(sample: Project) -> None:
+    silver = {r.event_id: r for r in sample.table("silver", "silver_events").collect()}
+    # correction of a correction lands on the original key with the latest values
+    assert (
+        silver["w-1004"].amount == Decimal("64.50") and silver["w-1004"].record_kind == "correction"
+    )
+    assert "w-c1" not in silver and "w-c2" not in silver
+    # the later re-delivery of the original did not resurrect the deleted order
+    assert silver["w-1006"].is_deleted
+    # a correction moved w-1005 to the 14th; the 15th was restated
+    assert silver["w-1005"].event_date == date(2024, 1, 14)
+
+
+def test_second_build_changes_nothing(sample: Project) -> None:
+    before = table_versions(sample)
+    audit_before = sample.table("audit", "late_arrival_audit").count()
+    sample.build(as_of=AS_OF, select=CORE)
+    assert table_versions(sample) == before
+    assert sample.table("audit", "late_arrival_audit").count() == audit_before
+
+
+def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjson) -> None:
+    before = gold_rows(sample)
+    late = write_ndjson(
+        "late.ndjson",
+        [
+            {
+                "event_id": "bo-9",
+                "event_type": "order_placed",
+                "user_id": "u20",
+                "amount": 10,
+                "event_ts": "2024-01-12T08:00:00Z",
+            },
+            {
+                "event_id": "bo-10",
+                "event_type": "refund",
+                "user_id": "u20",
+                "amount": 4,
+                "event_ts": "2024-01-12T09:00:00Z",
+            },
+        ],
+    )
+    assert sample.ingest("backoffice", late, arrival_ts="2024-01-22T10:00:00+00:00") == 0
+    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE)
+    after = gold_rows(sample)
+    changed = {
+        key for key in after if key not in before or after[key].version != before[key].version
+    }
+    assert changed == {(date(2024, 1, 12), "backoffice")}
+    row = after[(date(2024, 1, 12), "backoffice")]
+    assert (row.orders, row.gross_revenue, row.refunds) == (
+        before[(date(2024, 1, 12), "backoffice")].orders + 1,
+        before[(date(2024, 1, 12), "backoffice")].gross_revenue + 10,
+        before[(date(2024, 1, 12), "backoffice")].refunds + 4,
+    )
+    assert row.restatement_reason == "late_arrival" and row.restated_on == datetime(2024, 1, 22, 11)
+    for key in before.keys() - changed:
+        assert after[key].restated_on == before[key].restated_on
+
+
+def test_correction_after_final_is_applied_and_flagged(sample: Project, write_ndjson) -> None:
+    fix = write_ndjson(
+        "fix.ndjson",
+        [
+            {
+                "event_id": "w-c9",
+                "is_correction": True,
+                "corrects_event_id": "w-1003",
+                "event_type": "order_placed",
+                "user_id": "u1",
+                "amount": 100,
+                "event_ts": "2024-01-15T09:15:00Z",
+            },
+        ],
+    )
+    as_of = "2024-02-10T00:00:00+00:00"
+    before = gold_rows(sample)[(date(2024, 1, 15), "web")]
+    assert sample.ingest("web", fix, arrival_ts="2024-02-09T00:00:00+00:00") == 0
+    sample.build(as_of=as_of, select=CORE)
+    row = gold_rows(sample)[(date(2024, 1, 15), "web")]
+    assert row.gross_revenue == before.gross_revenue - 20
+    assert row.status == "final" and row.is_restated_after_final
+    assert row.restatement_reason == "correction" and row.version == before.version + 1
+    actions = {
+        (r.action, tuple(r.impacted_partitions))
+        for r in sample.table("audit", "late_arrival_audit")
+        .where("recorded_at = '2024-02-10'")
+        .collect()
+    }
+    assert ("correction", ("2024-01-15",)) in actions
+    assert ("restatement_after_final", ("2024-01-15",)) in actions
