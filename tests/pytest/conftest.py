@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-STATE_DIR = ROOT / ".latecomer" / "pytest"
+# One state dir (metastore + warehouse) per pytest process: Derby is
+# single-process, and parallel runs must not clobber each other.
+STATE_DIR = Path(os.environ.get("LATECOMER_TEST_STATE_DIR", ROOT / ".latecomer" / f"pytest-{os.getpid()}"))
 # Set before anything imports python_jobs.spark_config or starts Spark.
 os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -36,6 +38,7 @@ def spark() -> Iterator[SparkSession]:
     session = get_spark("iceberg")
     yield session
     session.stop()
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 @dataclass
