@@ -104,8 +104,7 @@ def java_executable() -> str:
     java = shutil.which("java")
     if java is None:
         raise ThriftServerError(
-            "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) "
-            "or set JAVA_HOME"
+            "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
         )
     return java
 
@@ -356,8 +355,7 @@ def stop(out: TextIO) -> None:
     running = read_pid_file(files)
     if running is None:
         raise ThriftServerError(
-            f"Thrift server is not running (no live pid in {files.pid_file}); "
-            f"start it with `{PROG} start`"
+            f"Thrift server is not running (no live pid in {files.pid_file}); start it with `{PROG} start`"
         )
     print(f"Stopping Thrift server (pid {running.pid}, port {running.port})...", file=out)
     terminate(running.pid)
@@ -371,15 +369,13 @@ def status(port: int, out: TextIO) -> bool:
     if running is None:
         taken = " (but another process listens on it)" if port_in_use(port) else ""
         print(
-            f"Thrift server not running (state dir {files.state}, port {port}{taken}); "
-            f"log: {files.log_file}",
+            f"Thrift server not running (state dir {files.state}, port {port}{taken}); log: {files.log_file}",
             file=out,
         )
         return False
     answering = "answering" if port_answers(running.port) else "NOT answering yet"
     print(
-        f"Thrift server running: pid {running.pid}, {HOST}:{running.port} ({answering}), "
-        f"log: {files.log_file}",
+        f"Thrift server running: pid {running.pid}, {HOST}:{running.port} ({answering}), log: {files.log_file}",
         file=out,
     )
     return True
@@ -389,9 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     assert __doc__ is not None
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["start", "status", "stop"])
-    parser.add_argument(
-        "--port", type=int, help="port on 127.0.0.1 (default: LATECOMER_THRIFT_PORT or 10000)"
-    )
+    parser.add_argument("--port", type=int, help="port on 127.0.0.1 (default: LATECOMER_THRIFT_PORT or 10000)")
     parser.add_argument(
         "--timeout",
         type=float,
