@@ -92,8 +92,18 @@ unioned as (
 
 final as (
     select
-        sha2(concat_ws('|', action, source_system, coalesce(event_id, ''), coalesce(bronze_row_id, ''),
-            cast(source_run_at as string), array_join(impacted_partitions, ',')), 256) as audit_id,
+        sha2(
+            concat_ws(
+                '|',
+                action,
+                source_system,
+                coalesce(event_id, ''),
+                coalesce(bronze_row_id, ''),
+                cast(source_run_at as string),
+                array_join(impacted_partitions, ',')
+            ),
+            256
+        ) as audit_id,
         action,
         event_id,
         source_system,

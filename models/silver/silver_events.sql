@@ -43,7 +43,7 @@ candidates as (
     select * from released_arrivals
 ),
 
-{#- A correction may name a superseded correction; follow such links to the
+{# A correction may name a superseded correction; follow such links to the
     original event (three hops cover correction-of-a-correction chains). -#}
 correction_links as (
     select
@@ -86,7 +86,8 @@ ranked as (
 ),
 
 batch_winners as (
-    select * from ranked where batch_rank = 1
+    select * from ranked
+    where batch_rank = 1
 ),
 
 {% if is_incremental() %}
@@ -170,7 +171,7 @@ final as (
         {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
                            'precedence', 'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
                            'lateness_seconds', 'watermark_tier'] %}
-            case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
+        case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
         {%- endfor %}
         case when new_wins then record_kind = 'deletion' else old_is_deleted end as is_deleted,
         least(batch_first_arrival_ts, coalesce(old_first_arrival_ts, batch_first_arrival_ts)) as first_arrival_ts,

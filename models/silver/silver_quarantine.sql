@@ -70,12 +70,20 @@ decided as (
 ),
 {% endif %}
 
-final as (
-    select *, {{ run_ts() }} as status_run_at, '{{ invocation_id }}' as invocation_id from newly_quarantined
+changed as (
+    select * from newly_quarantined
     {% if is_incremental() %}
-        union all
-        select *, {{ run_ts() }} as status_run_at, '{{ invocation_id }}' as invocation_id from decided
+    union all
+    select * from decided
     {% endif %}
+),
+
+final as (
+    select
+        *,
+        {{ run_ts() }} as status_run_at,
+        '{{ invocation_id }}' as invocation_id
+    from changed
 )
 
 select * from final

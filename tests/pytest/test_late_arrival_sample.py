@@ -45,23 +45,15 @@ def nonzero(expected: dict) -> dict:
 
 
 def table_versions(project: Project) -> dict[str, int]:
+    """Snapshot count of every table (not view) of the deployment."""
     versions = {}
     for layer in ("bronze", "silver", "gold", "audit"):
-        for (name,) in (
-            project.spark.sql(f"show tables in {project.schema}_{layer}")
-            .select("tableName")
-            .collect()
-        ):
+        tables = project.spark.sql(f"show tables in {project.schema}_{layer}").where("not isTemporary")
+        for (name,) in tables.select("tableName").collect():
             full = f"{project.schema}_{layer}.{name}"
-            if (
-                project.spark.sql(f"describe table extended {full}")
-                .where("col_name = 'Type'")
-                .first()[1]
-                == "VIEW"
-            ):
-                continue
-            snaps = project.spark.sql(f"select count(*) from {full}.snapshots").first()[0]
-            versions[full] = snaps
+            kind = project.spark.sql(f"describe table extended {full}").where("col_name = 'Type'").first()[1]
+            if kind != "VIEW":
+                versions[full] = project.spark.sql(f"select count(*) from {full}.snapshots").first()[0]
     return versions
 
 

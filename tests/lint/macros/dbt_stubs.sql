@@ -1,0 +1,5 @@
+{#- dbt context that sqlfluff's Jinja templater lacks, for linting only. -#}
+{% macro var(name, default=none) %}{{ return(project_vars.get(name, default)) }}{% endmacro %}
+{% macro is_incremental() %}{{ return(true) }}{% endmacro %}
+{% macro log(message, info=false) %}{% endmacro %}
+{% macro run_query(sql) %}{{ return(none) }}{% endmacro %}
