@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
+from typing import TextIO
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -331,9 +332,10 @@ def ingest(
     paths: Sequence[Path],
     arrival_ts: datetime,
     settings: IngestSettings,
-    out=sys.stdout,
+    out: TextIO | None = None,
 ) -> list[FileResult]:
     """Append ``paths`` to the feed's bronze table; return one result per file."""
+    out = out or sys.stdout
     ingested_at = datetime.now(UTC)
     results = []
     for path in paths:
@@ -400,7 +402,7 @@ def count_lines(path: Path) -> tuple[int, int]:
     return lines, blanks
 
 
-def report(result: FileResult, table: str, out) -> None:
+def report(result: FileResult, table: str, out: TextIO) -> None:
     if result.skipped:
         print(
             f"{result.path}: already landed as ingestion {result.ingestion_id}; nothing to do",

@@ -12,8 +12,12 @@ with silver_changes as (
         and action in ('late_merge', 'correction', 'deletion', 'quarantine_release', 'backfill', 'replay')
 ),
 
-quarantined as (
+quarantine as (
     select * from {{ ref('silver_quarantine') }}
+),
+
+quarantined as (
+    select * from quarantine
     where status_run_at > {{ hwm }} and status = 'quarantined'
 ),
 
@@ -24,27 +28,38 @@ daily_after_final as (
 
 silver_records as (
     select
-        action,
-        event_id,
-        source_system,
+        silver_changes.action,
+        silver_changes.event_id,
+        silver_changes.source_system,
         to_json(named_struct(
-            'event_type', previous_event_type, 'user_id', previous_user_id, 'amount', previous_amount,
-            'event_ts', previous_event_ts, 'is_deleted', previous_is_deleted
+            'event_type', silver_changes.previous_event_type, 'user_id', previous_user_id, 'amount', previous_amount,
+            'event_ts', silver_changes.previous_event_ts, 'is_deleted', previous_is_deleted
         )) as before_values,
         to_json(named_struct(
-            'event_type', event_type, 'user_id', user_id, 'amount', amount,
-            'event_ts', event_ts, 'is_deleted', is_deleted
+            'event_type', silver_changes.event_type, 'user_id', silver_changes.user_id, 'amount', amount,
+            'event_ts', silver_changes.event_ts, 'is_deleted', silver_changes.is_deleted
         )) as after_values,
-        concat(record_kind, ' arrived ', cast(lateness_seconds as string), 's late (tier ', watermark_tier, ')')
-            as reason,
-        event_ts,
-        arrival_ts,
+        case
+            when silver_changes.action = 'quarantine_release'
+                then concat('released by ', quarantine.decided_by, ': ', quarantine.decision_reason)
+            else concat(
+                silver_changes.record_kind, ' arrived ', cast(silver_changes.lateness_seconds as string),
+                's late (tier ', silver_changes.watermark_tier, ')'
+            )
+        end as reason,
+        silver_changes.event_ts,
+        silver_changes.arrival_ts,
         array_distinct(filter(
-            array(cast(event_date as string), cast(previous_event_date as string)), partition_date -> partition_date is not null
+            array(
+                cast(silver_changes.event_date as string),
+                cast(silver_changes.previous_event_date as string)
+            ),
+            partition_date -> partition_date is not null
         )) as impacted_partitions,
-        bronze_row_id,
-        changed_run_at as source_run_at
+        silver_changes.bronze_row_id,
+        silver_changes.changed_run_at as source_run_at
     from silver_changes
+    left join quarantine on silver_changes.bronze_row_id = quarantine.bronze_row_id
 ),
 
 quarantine_records as (
