@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke maintain clean
+.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke steward clean
 
 install: $(STAMP)
 
@@ -40,6 +40,17 @@ thrift-status: install
 	$(BIN)/python -m python_jobs.thrift_server status
 thrift-stop: install
 	$(BIN)/python -m python_jobs.thrift_server stop
+
+## bench: synthetic 60-day history; restatement cost, incremental vs full refresh vs static lookback
+bench: install
+	$(BIN)/python -m python_jobs.bench $(BENCH_ARGS)
+
+bench-smoke: install
+	$(BIN)/python -m python_jobs.bench --smoke
+
+## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
+steward: install
+	$(BIN)/python -m python_jobs.steward list
 
 clean:
 	rm -rf target .latecomer logs
