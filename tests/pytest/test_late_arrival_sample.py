@@ -61,9 +61,7 @@ def table_versions(project: Project) -> dict[str, int]:
 def sample(module_project: Project) -> Project:
     for batch in batches():
         assert (
-            module_project.ingest(
-                batch["source_system"], LANDING / batch["file_name"], arrival_ts=batch["arrival_ts"]
-            )
+            module_project.ingest(batch["source_system"], LANDING / batch["file_name"], arrival_ts=batch["arrival_ts"])
             == 0
         )
     module_project.build(as_of=AS_OF, select=CORE)
@@ -95,9 +93,7 @@ def test_conservation_and_quarantine(sample: Project) -> None:
 def test_precedence_rules(sample: Project) -> None:
     silver = {r.event_id: r for r in sample.table("silver", "silver_events").collect()}
     # correction of a correction lands on the original key with the latest values
-    assert (
-        silver["w-1004"].amount == Decimal("64.50") and silver["w-1004"].record_kind == "correction"
-    )
+    assert silver["w-1004"].amount == Decimal("64.50") and silver["w-1004"].record_kind == "correction"
     assert "w-c1" not in silver and "w-c2" not in silver
     # the later re-delivery of the original did not resurrect the deleted order
     assert silver["w-1006"].is_deleted
@@ -137,9 +133,7 @@ def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjso
     assert sample.ingest("backoffice", late, arrival_ts="2024-01-22T10:00:00+00:00") == 0
     sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE)
     after = gold_rows(sample)
-    changed = {
-        key for key in after if key not in before or after[key].version != before[key].version
-    }
+    changed = {key for key in after if key not in before or after[key].version != before[key].version}
     assert changed == {(date(2024, 1, 12), "backoffice")}
     row = after[(date(2024, 1, 12), "backoffice")]
     assert (row.orders, row.gross_revenue, row.refunds) == (
@@ -177,9 +171,28 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
     assert row.restatement_reason == "correction" and row.version == before.version + 1
     actions = {
         (r.action, tuple(r.impacted_partitions))
-        for r in sample.table("audit", "late_arrival_audit")
-        .where("recorded_at = '2024-02-10'")
-        .collect()
+        for r in sample.table("audit", "late_arrival_audit").where("recorded_at = '2024-02-10'").collect()
     }
     assert ("correction", ("2024-01-15",)) in actions
     assert ("restatement_after_final", ("2024-01-15",)) in actions
+
+
+def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> None:
+    from python_jobs import steward
+
+    held = {
+        r.event_id: r.bronze_row_id
+        for r in sample.table("silver", "silver_quarantine").where("quarantine_reason = 'beyond_watermark'").collect()
+    }
+    malformed = sample.table("silver", "silver_quarantine").where("quarantine_reason like 'malformed%'").first()
+    # malformed rows cannot be released: they are fixed at the source
+    assert steward.main(["--schema", sample.schema, "release", "--reason", "x", malformed.bronze_row_id]) == 2
+    assert "cannot be released" in capsys.readouterr().err
+    assert steward.main(["--schema", sample.schema, "release", "--reason", "approved by finance", held["bo-3"]]) == 0
+    sample.build(as_of="2024-02-11T00:00:00+00:00", select=CORE)
+    row = gold_rows(sample)[(date(2023, 12, 1), "backoffice")]
+    assert (row.orders, row.gross_revenue) == (1, Decimal("1000.00"))
+    status = sample.table("silver", "silver_quarantine").where(f"bronze_row_id = '{held['bo-3']}'").first().status
+    assert status == "released"
+    release = sample.table("audit", "late_arrival_audit").where("action = 'quarantine_release'").collect()
+    assert [r.event_id for r in release] == ["bo-3"] and "approved by finance" in release[0].reason
