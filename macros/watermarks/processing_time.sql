@@ -6,7 +6,7 @@
     {%- if raw is none or raw | string | trim == '' -%}
         {{ return(run_ts()) }}
     {%- endif -%}
-    {%- set pattern = '^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2}))?$' -%}
+    {%- set pattern = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$' -%}
     {%- if not modules.re.match(pattern, raw | string) -%}
         {{ exceptions.raise_compiler_error(
             "as_of must be ISO-8601 with a UTC offset (e.g. 2024-02-01T00:00:00+00:00), got '" ~ raw ~ "'") }}
