@@ -27,3 +27,10 @@
         where false
     {%- endif -%}
 {%- endmacro %}
+
+{#- SQL: the customer dimension member an event is counted under: the
+    version's value, or 'unknown' when no version of the customer was valid at
+    the event's time (or the version has no value). -#}
+{% macro customer_member(column) -%}
+    coalesce({{ column }}, 'unknown')
+{%- endmacro %}

@@ -97,11 +97,13 @@
         where
             scd2_previous_is_deletion is null
             or scd2_is_deletion != scd2_previous_is_deletion
-            or not (
-                scd2_is_deletion
-                {%- for col in cols %}
-                    or {{ col }} <=> scd2_previous_{{ loop.index }}
-                {%- endfor %}
+            or (
+                not scd2_is_deletion
+                and not (
+                    {%- for col in cols %}
+                        {{ col }} <=> scd2_previous_{{ loop.index }}{% if not loop.last %} and{% endif %}
+                    {%- endfor %}
+                )
             )
     ),
 
