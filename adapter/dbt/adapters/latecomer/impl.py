@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
@@ -15,6 +15,8 @@ from dbt.adapters.latecomer.python_submissions import (
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
+
+ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 
 
 class LatecomerAdapter(SparkAdapter):
@@ -40,6 +42,24 @@ class LatecomerAdapter(SparkAdapter):
             "unsupported": ThriftPythonJobHelper,
         }
 
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Callable[[Any], Any]) -> list[Any]:
+        """dbt-spark's relation list, with Iceberg tables of a Hive catalog recognised.
+
+        Through Iceberg's SparkSessionCatalog, ``show table extended`` reports an
+        Iceberg table as ``Provider: hive`` with the table property
+        ``table_type=ICEBERG``; dbt-spark only looks for ``Provider: iceberg``.
+        Unrecognised, every table-materialized model was dropped (without
+        purge, so its files stayed behind) and recreated on each run instead
+        of being replaced atomically with its history kept.
+        """
+        relations = super()._build_spark_relation_list(row_list, relation_info_func)
+        return [
+            relation.incorporate(is_iceberg=True)
+            if ICEBERG_TABLE_PROPERTY in (relation.information or "").lower()
+            else relation
+            for relation in relations
+        ]
+
     def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
         """Fail a Python model on a Thrift/HTTP target before its materialization starts.
 
@@ -49,7 +69,5 @@ class LatecomerAdapter(SparkAdapter):
         """
         model = getattr(config, "model", None)
         if getattr(model, "language", None) == "python" and not self.runs_python:
-            raise DbtRuntimeError(
-                python_model_unsupported_message(model.name, self.config.credentials)
-            )
+            raise DbtRuntimeError(python_model_unsupported_message(model.name, self.config.credentials))
         return super().pre_model_hook(config)

@@ -65,9 +65,7 @@ class SessionPythonJobHelper(PythonJobHelper):
 
     def __init__(self, parsed_model: dict[str, Any], credentials: SparkCredentials) -> None:
         if credentials.method != SparkConnectionMethod.SESSION:
-            raise DbtRuntimeError(
-                python_model_unsupported_message(parsed_model.get("name", "?"), credentials)
-            )
+            raise DbtRuntimeError(python_model_unsupported_message(parsed_model.get("name", "?"), credentials))
         self.parsed_model = parsed_model
         self.credentials = credentials
         self.config: dict[str, Any] = parsed_model.get("config", {})
@@ -87,8 +85,7 @@ class SessionPythonJobHelper(PythonJobHelper):
             result = namespace["model"](namespace["dbtObj"](spark.table), spark)
             if not isinstance(result, DataFrame):
                 raise DbtRuntimeError(
-                    f"Python model {name} returned {type(result).__name__}; "
-                    "return a pyspark.sql.DataFrame."
+                    f"Python model {name} returned {type(result).__name__}; return a pyspark.sql.DataFrame."
                 )
             if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
                 self._write_staging(spark, result, relation)
@@ -111,9 +108,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         frame.write.format(STAGING_FORMAT).saveAsTable(relation)
 
     def _write_model_table(self, frame: Any, relation: str) -> None:
-        file_format = self.config.get("file_format") or getattr(
-            self.credentials, "table_format", "iceberg"
-        )
+        file_format = self.config.get("file_format") or getattr(self.credentials, "table_format", "iceberg")
         writer = frame.writeTo(relation).using(file_format)
         columns = partition_columns(self.config)
         if columns:
@@ -132,9 +127,7 @@ class ThriftPythonJobHelper(PythonJobHelper):
     """
 
     def __init__(self, parsed_model: dict[str, Any], credentials: SparkCredentials) -> None:
-        raise DbtRuntimeError(
-            python_model_unsupported_message(parsed_model.get("name", "?"), credentials)
-        )
+        raise DbtRuntimeError(python_model_unsupported_message(parsed_model.get("name", "?"), credentials))
 
     def submit(self, compiled_code: str) -> None:  # pragma: no cover - never constructed
         raise NotImplementedError

@@ -1,0 +1,20 @@
+"""Estimated completeness and final value of each non-final partition (python_jobs.completeness)."""
+
+from pyspark.sql import functions as F
+
+from python_jobs.completeness import completeness_at, lateness_summary, order_arrivals, parse_as_of
+
+
+def model(dbt, session):
+    dbt.config(materialized="table")
+    as_of = parse_as_of(dbt.config.meta_get("as_of"))
+    window_days = int(dbt.config.meta_get("completeness_window_days"))
+    estimates = completeness_at(
+        order_arrivals(dbt.ref("silver_events")),
+        as_of,
+        horizon_hours=float(dbt.config.meta_get("completeness_horizon_hours")),
+        window_days=window_days,
+        interval=float(dbt.config.meta_get("completeness_interval")),
+    )
+    lateness = lateness_summary(dbt.ref("stg_bronze_events"), as_of, window_days)
+    return estimates.join(F.broadcast(lateness), on="source_system", how="left")

@@ -1,0 +1,8 @@
+"""Sessions, conversion and duration per session date and source (python_jobs.sessionize)."""
+
+from python_jobs.sessionize import daily_sessions
+
+
+def model(dbt, session):
+    dbt.config(materialized="table")
+    return daily_sessions(dbt.ref("silver_sessions"))

@@ -1,0 +1,20 @@
+"""Sessions by event time per user (python_jobs.sessionize), kept exact incrementally.
+
+Each run re-sessionizes only the users and times touched by silver changes
+since the last run and merges the new and changed sessions on session_id;
+sessions that merged into another, split or lost their events come back as
+tombstones (event_count 0), which the post-hook deletes.
+"""
+
+from python_jobs.sessionize import update_sessions
+
+
+def model(dbt, session):
+    dbt.config(materialized="incremental", incremental_strategy="merge", unique_key="session_id")
+    current = session.table(str(dbt.this)) if dbt.is_incremental else None
+    return update_sessions(
+        current,
+        dbt.ref("silver_events"),
+        dbt.ref("silver_event_changes"),
+        float(dbt.config.meta_get("session_gap_minutes")),
+    )
