@@ -29,7 +29,7 @@ test: install lint
 
 lint: install
 	$(BIN)/ruff check python_jobs adapter tests
-	$(BIN)/sqlfluff lint models macros snapshots tests
+	$(BIN)/sqlfluff lint models snapshots tests
 
 docs: install
 	$(DBT) docs generate $(DBT_FLAGS)
