@@ -64,10 +64,9 @@ attributed_events as (
         {{ customer_member('believed_versions.region') }} as region
     from silver_events
     left join believed_versions
-        on
-            silver_events.user_id = believed_versions.customer_id
-            and silver_events.event_ts >= believed_versions.valid_from
-            and (believed_versions.valid_to is null or silver_events.event_ts < believed_versions.valid_to)
+        on silver_events.user_id = believed_versions.customer_id
+        and silver_events.event_ts >= believed_versions.valid_from
+        and (believed_versions.valid_to is null or silver_events.event_ts < believed_versions.valid_to)
 ),
 
 recomputed as (

@@ -67,17 +67,15 @@ events_in_changed_versions as (
     from changed_customers
     inner join silver_events on changed_customers.customer_id = silver_events.user_id
     left join superseded as before_run
-        on
-            changed_customers.customer_id = before_run.customer_id
-            and changed_customers.source_run_at = before_run.source_run_at
-            and silver_events.event_ts >= before_run.valid_from
-            and (before_run.valid_to is null or silver_events.event_ts < before_run.valid_to)
+        on changed_customers.customer_id = before_run.customer_id
+        and changed_customers.source_run_at = before_run.source_run_at
+        and silver_events.event_ts >= before_run.valid_from
+        and (before_run.valid_to is null or silver_events.event_ts < before_run.valid_to)
     left join recorded as after_run
-        on
-            changed_customers.customer_id = after_run.customer_id
-            and changed_customers.source_run_at = after_run.source_run_at
-            and silver_events.event_ts >= after_run.valid_from
-            and (after_run.valid_to is null or silver_events.event_ts < after_run.valid_to)
+        on changed_customers.customer_id = after_run.customer_id
+        and changed_customers.source_run_at = after_run.source_run_at
+        and silver_events.event_ts >= after_run.valid_from
+        and (after_run.valid_to is null or silver_events.event_ts < after_run.valid_to)
     where before_run.customer_id is not null or after_run.customer_id is not null
 ),
 
@@ -137,17 +135,14 @@ final as (
         '{{ invocation_id }}' as invocation_id
     from changed_customers
     left join versions_before
-        on
-            changed_customers.customer_id = versions_before.customer_id
-            and changed_customers.source_run_at = versions_before.source_run_at
+        on changed_customers.customer_id = versions_before.customer_id
+        and changed_customers.source_run_at = versions_before.source_run_at
     left join versions_after
-        on
-            changed_customers.customer_id = versions_after.customer_id
-            and changed_customers.source_run_at = versions_after.source_run_at
+        on changed_customers.customer_id = versions_after.customer_id
+        and changed_customers.source_run_at = versions_after.source_run_at
     left join moved_dates
-        on
-            changed_customers.customer_id = moved_dates.customer_id
-            and changed_customers.source_run_at = moved_dates.source_run_at
+        on changed_customers.customer_id = moved_dates.customer_id
+        and changed_customers.source_run_at = moved_dates.source_run_at
 )
 
 select * from final

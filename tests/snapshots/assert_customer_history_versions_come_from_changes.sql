@@ -19,11 +19,10 @@ unexplained as (
         customer_history.valid_from
     from customer_history
     left anti join changes
-        on
-            customer_history.customer_id = changes.customer_id
-            and customer_history.valid_from = changes.updated_at
-            and customer_history.tier <=> changes.tier
-            and customer_history.region <=> changes.region
+        on customer_history.customer_id = changes.customer_id
+        and customer_history.valid_from = changes.updated_at
+        and customer_history.tier <=> changes.tier
+        and customer_history.region <=> changes.region
 )
 
 select * from unexplained

@@ -41,7 +41,8 @@ broken as (
 ),
 
 final as (
-    select * from broken where problem is not null
+    select * from broken
+    where problem is not null
     union all
     select * from superseded_but_current
 )
