@@ -1,0 +1,55 @@
+{#- Revenue measures of a set of silver events (deleted events already excluded). -#}
+{% macro revenue_measures() -%}
+    count_if(event_type = 'order_placed') as orders,
+    coalesce(sum(case when event_type = 'order_placed' then amount end), 0) as gross_revenue,
+    coalesce(sum(case when event_type = 'refund' then amount end), 0) as refunds,
+    coalesce(sum(case when event_type = 'order_placed' then amount end), 0)
+    - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
+{%- endmacro %}
+
+{#- A weekly or monthly rollup of gold_daily_revenue (grain: 'week' or 'month'):
+    a period is recomputed when one of its days changed, and its status is the
+    least settled of its days. -#}
+{% macro revenue_rollup(grain) -%}
+    {%- set period = grain ~ '_start_date' -%}
+    {%- set period_of = "cast(date_trunc('" ~ grain | upper ~ "', event_date) as date)" -%}
+    with daily_changes as (
+        select
+            *,
+            {{ period_of }} as period_date,
+            coalesce(case when restated_on = last_changed_at then restatement_reason end, 'insert') as action
+        from {{ ref('gold_daily_revenue') }}
+    ),
+
+    impacted as (
+        {{ changed_partitions('daily_changes', partition_expr='period_date', previous_partition_expr='period_date') }}
+    ),
+
+    daily as (
+        select * from {{ ref('gold_daily_revenue') }}
+        where {{ period_of }} in (select partition_value from impacted)
+    ),
+
+    recomputed as (
+        select
+            {{ period_of }} as {{ period }},
+            source_system,
+            sum(orders) as orders,
+            sum(gross_revenue) as gross_revenue,
+            sum(refunds) as refunds,
+            sum(net_revenue) as net_revenue,
+            case min(case status when 'live' then 0 when 'preliminary' then 1 else 2 end)
+                when 0 then 'live' when 1 then 'preliminary' else 'final'
+            end as status
+        from daily
+        group by {{ period_of }}, source_system
+    ),
+
+    final as (
+        {{ restate('recomputed', 'impacted', [period, 'source_system'],
+                   ['orders', 'gross_revenue', 'refunds', 'net_revenue'],
+                   partition_column=period, status='rolled_up') }}
+    )
+
+    select * from final
+{%- endmacro %}
