@@ -422,8 +422,9 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
         }
         assert daily == reference_daily(expected)
         stamps.append({row.session_id: row.changed_run_at for row in sessions.collect()})
-        leftovers = project.sql("show tables in {schema}_silver like '*__dbt_tmp'")
-        assert leftovers == []
+        # The Python model's staging table is gone (SQL models leave session temp views).
+        staging = project.spark.sql(f"show tables in {project.schema}_silver like 'silver_sessions__dbt_tmp'")
+        assert staging.where("not isTemporary").collect() == []
 
     # Second build: only the sessions of users with changes were recomputed.
     first_build = max(stamps[0].values())
@@ -449,12 +450,12 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
 def test_python_model_fails_at_once_with_one_sentence_off_session_targets(
     method: SparkConnectionMethod,
 ) -> None:
-    credentials = SimpleNamespace(method=method)
-    adapter = SimpleNamespace(runs_python=False, config=SimpleNamespace(credentials=credentials))
+    adapter = LatecomerAdapter.__new__(LatecomerAdapter)  # no connection needed for the hook
+    adapter.config = SimpleNamespace(credentials=SimpleNamespace(method=method))
     model = SimpleNamespace(language="python", name="silver_sessions")
     with pytest.raises(DbtRuntimeError) as failure:
         # Called by dbt before the materialization (no pre-hook, no drop, no SQL).
-        LatecomerAdapter.pre_model_hook(adapter, SimpleNamespace(model=model))
+        adapter.pre_model_hook(SimpleNamespace(model=model))
     message = failure.value.msg
     assert message == (
         f"Python model silver_sessions cannot run over a {method.value} connection: dbt Python "
@@ -462,4 +463,4 @@ def test_python_model_fails_at_once_with_one_sentence_off_session_targets(
         "leave them out with --exclude tag:python."
     )
     sql_model = SimpleNamespace(language="sql", name="silver_events")
-    assert LatecomerAdapter.pre_model_hook(adapter, SimpleNamespace(model=sql_model)) is None
+    assert adapter.pre_model_hook(SimpleNamespace(model=sql_model)) is None
