@@ -18,6 +18,10 @@
             {%- endif -%}
         {%- endif -%}
     {%- else -%}
-        {{ dbt_spark.dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) }}
+        {#- insert_overwrite and microbatch (the only other strategies dbt-spark accepts) -#}
+        {%- if strategy == 'microbatch' and not config.get('partition_by') -%}
+            {{ exceptions.raise_compiler_error("The microbatch strategy needs a partition_by config.") }}
+        {%- endif -%}
+        {{ get_insert_overwrite_sql(source, target, existing) }}
     {%- endif -%}
 {% endmacro %}
