@@ -74,11 +74,7 @@ recomputed as (
         event_date,
         tier,
         region,
-        count_if(event_type = 'order_placed') as orders,
-        coalesce(sum(case when event_type = 'order_placed' then amount end), 0) as gross_revenue,
-        coalesce(sum(case when event_type = 'refund' then amount end), 0) as refunds,
-        coalesce(sum(case when event_type = 'order_placed' then amount end), 0)
-        - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
+        {{ revenue_measures() }}
     from attributed_events
     group by event_date, tier, region
 ),
