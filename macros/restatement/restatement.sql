@@ -47,13 +47,24 @@
         where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
         {%- if var('restate_lookback_days', none) %}
         {#- Static lookback (what microbatch `lookback` or "re-run the last N days"
-            does): every partition of the last N days is recomputed whether or not
-            it changed. Off by default; the benchmark uses it for comparison. #}
+            does): every partition of the last N days is recomputed and rewritten
+            (see lookback_rewrite in restate) whether or not it changed; changed
+            partitions outside the window are still restated. The window is the
+            last N days of the model's own partitions when partition_expr is one
+            of its columns, else of `changes` (which must then be the whole change
+            relation). Off by default; python -m python_jobs.bench compares it. #}
+        {%- set lookback_source = changes %}
+        {%- if execute and is_incremental() %}
+            {%- set own_columns = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list %}
+            {%- if partition_expr | lower in own_columns %}
+                {%- set lookback_source = this %}
+            {%- endif %}
+        {%- endif %}
         union all
-        select distinct {{ partition_expr }} as partition_value, cast(null as string) as reason, changed_run_at
-        from {{ changes }}
+        select distinct {{ partition_expr }} as partition_value, cast(null as string) as reason, cast(null as timestamp) as changed_run_at
+        from {{ lookback_source }}
         where {{ partition_expr }} >= date_sub(
-            (select max({{ partition_expr }}) from {{ changes }}), {{ var('restate_lookback_days') }} - 1)
+            (select max({{ partition_expr }}) from {{ lookback_source }}), {{ var('restate_lookback_days') }} - 1)
         {%- endif %}
     ) as touched
     where partition_value is not null
@@ -170,9 +181,32 @@
     )
     {%- endif %}
 
+    {%- if var('restate_lookback_days', none) and is_incremental() %},
+
+    {#- Static lookback (restate_lookback_days): a lookback job rewrites every
+        partition of its window, changed or not. The stored rows of impacted
+        partitions that neither changed nor moved status are written back as
+        they are (same values, version and change markers), so the merge
+        rewrites those partitions' files as the job would, and nothing else. #}
+    lookback_rewrite as (
+        select stored_impacted.*
+        from stored_impacted
+        left anti join restated
+            on {% for key in keys %}stored_impacted.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+        {%- if status == 'computed' %}
+        left anti join status_moved
+            on {% for key in keys %}stored_impacted.{{ key }} = status_moved.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+        {%- endif %}
+    )
+    {%- endif %}
+
     select *, {{ run_ts() }} as changed_run_at, '{{ invocation_id }}' as invocation_id from restated
     {%- if status == 'computed' and is_incremental() %}
         union all
         select *, {{ run_ts() }} as changed_run_at, '{{ invocation_id }}' as invocation_id from status_moved
+    {%- endif %}
+    {%- if var('restate_lookback_days', none) and is_incremental() %}
+        union all
+        select * from lookback_rewrite
     {%- endif %}
 {%- endmacro %}
