@@ -484,9 +484,12 @@ class ScanMetrics:
             if key == "rows":
                 out[table]["scans"] += 1
                 node["scans"] += 1
+        # Spark keeps the metrics of the last spark.sql.ui.retainedExecutions
+        # queries only: when the first of this run is gone, totals are short.
         complete = not executions or min(executions) <= self.first
         for table in self.tables:
             out[table]["complete"] = complete
+            out[table]["queries"] = len(executions)
         return out
 
 
@@ -542,6 +545,7 @@ def machine_info(spark) -> dict[str, Any]:
         "spark_master": conf.get("spark.master"),
         "driver_memory": conf.get("spark.driver.memory"),
         "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "retained_executions": conf.get("spark.sql.ui.retainedExecutions", "1000"),
         "load_average_start": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -595,6 +599,8 @@ def measure_variant(
     scans.start()
     run = run_dbt(cfg, *args, vars=vars, spark=spark)
     reads = scans.collect()
+    if not reads["bronze_events"]["complete"]:
+        cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
     tables = {}
     snapshots = {}
     for table in iceberg_tables(spark, cfg.schema):
@@ -1097,6 +1103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ["LATECOMER_STATE_DIR"] = str(state)
     os.environ["LATECOMER_SCHEMA"] = cfg.schema
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # A full build runs several hundred queries; keep the metrics of all of them.
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.sql.ui.retainedExecutions=5000 {submit_args}"
     shared = os.environ.get("LATECOMER_METASTORE_URI") or os.environ.get("LATECOMER_WAREHOUSE")
     if not shared:
         shutil.rmtree(state, ignore_errors=True)
