@@ -28,7 +28,7 @@ test: install lint
 	$(BIN)/python -m pytest
 
 lint: install
-	$(BIN)/ruff check python_jobs adapter tests
+	$(BIN)/ruff check python_jobs adapter tests lint
 	$(BIN)/sqlfluff lint models snapshots tests
 
 docs: install

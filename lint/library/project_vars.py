@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-_PROJECT = Path(__file__).resolve().parents[3] / "dbt_project.yml"
+_PROJECT = Path(__file__).resolve().parents[2] / "dbt_project.yml"
 VARS = yaml.safe_load(_PROJECT.read_text())["vars"]
 
 
