@@ -27,3 +27,50 @@
     ) using {{ target.table_format }}
     comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.steward)'
 {% endmacro %}
+
+{#- on-run-start: the append-only audit logs written by macros rather than
+    models: the publication gate's decisions and the gold change manifest. -#}
+{% macro ensure_audit_tables() %}
+    {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- do adapter.create_schema(api.Relation.create(schema=target.schema ~ '_audit')) -%}
+    {%- call statement('ensure_gate_log') -%}
+        create table if not exists {{ gate_log_relation() }} (
+            logged_run_at timestamp,
+            logged_at timestamp,
+            model string,
+            relation string,
+            decision string,
+            breaches string,
+            checks string,
+            override_reason string,
+            actor string,
+            invocation_id string
+        ) using {{ target.table_format }}
+        comment 'Append-only log of publication gate breaches: blocked, or overridden with a reason'
+    {%- endcall -%}
+    {%- call statement('ensure_change_manifest') -%}
+        create table if not exists {{ manifest_relation() }} (
+            invocation_id string,
+            run_started_at timestamp,
+            as_of timestamp,
+            code_version string,
+            model string,
+            relation string,
+            partition_value string,
+            row_key string,
+            change string,
+            before_values string,
+            after_values string,
+            before_row_version int,
+            after_row_version int,
+            before_table_version string,
+            after_table_version string,
+            restatement_reason string,
+            input_watermarks string,
+            backfill string,
+            actor string
+        ) using {{ target.table_format }}
+        comment 'Append-only change manifest: every gold row a run published or restated, before and after'
+    {%- endcall -%}
+    {{ return('') }}
+{% endmacro %}

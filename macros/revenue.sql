@@ -22,7 +22,8 @@
     ),
 
     impacted as (
-        {{ changed_partitions('daily_changes', partition_expr='period_date', previous_partition_expr='period_date') }}
+        {{ changed_partitions('daily_changes', partition_expr='period_date', previous_partition_expr='period_date',
+                              window_partition_expr=period_of | replace('event_date', 'd')) }}
     ),
 
     daily as (

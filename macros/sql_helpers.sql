@@ -19,3 +19,8 @@
     {%- endif -%}
     {{ return("cast('1900-01-01' as timestamp)") }}
 {%- endmacro %}
+
+{#- A Jinja string as a SQL string literal (quotes and backslashes escaped). -#}
+{% macro sql_string(value) -%}
+    '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
+{%- endmacro %}

@@ -153,6 +153,9 @@ def first_error(*checks: tuple[Column, str]) -> Column:
     return expr
 
 
+LINES_DDL = "raw_payload string, line_number int, source_file string, ingestion_id string"
+
+
 def read_lines(spark: SparkSession, path: Path) -> DataFrame:
     """One row per physical line of ``path`` with its 1-based line number."""
     in_file_order = Window.orderBy("_position")
@@ -275,10 +278,13 @@ def bronze_frame(
     ingested_at: datetime,
     settings: IngestSettings,
 ) -> DataFrame:
-    """Bronze rows for ``files`` ((path, ingestion id) pairs), blank lines removed."""
+    """Bronze rows for ``files`` ((path, ingestion id) pairs), blank lines removed.
+
+    With no files, an empty frame of the feed's bronze layout.
+    """
     per_file = [
         read_lines(spark, path).withColumn("ingestion_id", F.lit(iid)) for path, iid in files
-    ]
+    ] or [spark.createDataFrame([], LINES_DDL)]
     lines = (
         reduce(DataFrame.unionByName, per_file)
         .where(F.trim("raw_payload") != "")
@@ -344,6 +350,12 @@ def ingest(
     files = [(path.resolve(), r.ingestion_id) for path, r in zip(paths, results, strict=True)]
     frame = bronze_frame(spark, feed, files, source_system, arrival_ts, ingested_at, settings)
     table = ensure_tables(spark, feed, frame, settings)
+    # Every feed's table exists once anything landed, so a deployment that
+    # receives only some feeds still builds (their models are then empty).
+    for other in FEEDS.values():
+        if other is not feed:
+            empty = bronze_frame(spark, other, [], source_system, arrival_ts, ingested_at, settings)
+            ensure_tables(spark, other, empty, settings)
     landed = already_landed(spark, settings, [r.ingestion_id for r in results])
     for result in results:
         result.skipped = result.ingestion_id in landed

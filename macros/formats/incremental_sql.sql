@@ -1,7 +1,8 @@
 {#- Overrides dbt-spark's macro of the same name (root-project macros win).
     Before an append or a merge, the model's new rows are cached once, and when
     there are none the write is skipped: an empty MERGE or INSERT would still
-    commit a new table version, and a run with nothing new must change no table. -#}
+    commit a new table version, and a run with nothing new must change no table.
+    A merge into a published table passes the publication gate first. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
     {%- if strategy in ('append', 'merge') -%}
         {%- do run_query('cache table ' ~ source ~ " options ('storageLevel' 'MEMORY_AND_DISK')") -%}
@@ -10,6 +11,9 @@
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
             select 'nothing new' as status
         {%- else -%}
+            {%- if strategy == 'merge' and is_incremental() -%}
+                {%- do publication_gate(source, target) -%}
+            {%- endif -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
             {%- if strategy == 'append' -%}
                 {{ get_insert_into_sql(source, target) }}

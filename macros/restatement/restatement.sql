@@ -1,9 +1,11 @@
 {#- Restatement machinery shared by the gold models.
 
-    changed_partitions(changes, partition_column, date_column, previous_date_column)
+    changed_partitions(changes, partition_expr, previous_partition_expr, action_column, window_partition_expr)
         SQL selecting one row per partition touched by changes newer than this
-        model's high-water mark (source_changed_run_at): the partition value,
-        the reasons, and the newest change marker consumed.
+        model's high-water mark (source_changed_run_at), plus during a backfill
+        or replay every partition of its window (window_partition_expr of the
+        window's dates `d`): the partition value, the reasons, and the newest
+        change marker consumed.
 
     restate(recomputed, impacted, keys, measures, partition_column, status)
         SQL comparing the recomputed partitions with the stored ones and
@@ -31,7 +33,7 @@
     end
 {%- endmacro %}
 
-{% macro changed_partitions(changes, partition_expr='event_date', previous_partition_expr='previous_event_date', action_column='action') -%}
+{% macro changed_partitions(changes, partition_expr='event_date', previous_partition_expr='previous_event_date', action_column='action', window_partition_expr='d') -%}
     {%- set hwm = high_water_mark('source_changed_run_at') -%}
     select
         partition_value,
@@ -45,6 +47,12 @@
         select {{ previous_partition_expr }} as partition_value, {{ restatement_reason(action_column) }} as reason, changed_run_at
         from {{ changes }}
         where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
+        {%- if is_incremental() and backfill_window() %}
+        {#- A backfill or replay recomputes every partition of its window
+            (restate then writes only the rows whose values changed). #}
+        union all
+        {{ backfill_window_partitions(window_partition_expr) }}
+        {%- endif %}
         {%- if var('restate_lookback_days', none) %}
         {#- Static lookback (what microbatch `lookback` or "re-run the last N days"
             does): every partition of the last N days is recomputed and rewritten

@@ -1,5 +1,7 @@
 {#- Append-only audit of every late merge, correction, deletion, quarantine,
-    quarantine release, backfill and replay, written in the run that made it;
+    quarantine release, backfill, replay, dimension change and publication
+    gate decision, written in the run that made it (or, for a decision that
+    blocked this model's inputs, in the next run that builds it);
     never rebuilt (full_refresh: false). A run with nothing new adds no row. -#}
 {{ config(partition_by=['recorded_date']) }}
 
@@ -19,6 +21,16 @@ quarantine as (
 quarantined as (
     select * from quarantine
     where status_run_at > {{ hwm }} and status = 'quarantined'
+),
+
+dimension_changes as (
+    select * from {{ ref('gold_revenue_by_tier_changes') }}
+    where changed_run_at > {{ hwm }}
+),
+
+gate_decisions as (
+    select * from {{ source('audit_logs', 'publication_gate_log') }}
+    where logged_run_at > {{ hwm }}
 ),
 
 daily_after_final as (
@@ -42,6 +54,7 @@ silver_records as (
         case
             when silver_changes.action = 'quarantine_release'
                 then concat('released by ', quarantine.decided_by, ': ', quarantine.decision_reason)
+            when silver_changes.action in ('backfill', 'replay') then silver_changes.change_reason
             else concat(
                 silver_changes.record_kind, ' arrived ', cast(silver_changes.lateness_seconds as string),
                 's late (tier ', silver_changes.watermark_tier, ')'
@@ -97,8 +110,47 @@ restatement_records as (
     from daily_after_final
 ),
 
+dimension_records as (
+    select
+        'dimension_change' as action,
+        customer_id as event_id,
+        'customers' as source_system,
+        before_values,
+        after_values,
+        reason,
+        changed_from as event_ts,
+        cast(null as timestamp) as arrival_ts,
+        transform(impacted_event_dates, event_date -> cast(event_date as string)) as impacted_partitions,
+        cast(null as string) as bronze_row_id,
+        changed_run_at as source_run_at
+    from dimension_changes
+),
+
+gate_records as (
+    select
+        'publication_gate' as action,
+        model as event_id,
+        cast(null as string) as source_system,
+        checks as before_values,
+        decision as after_values,
+        concat(
+            decision, ': ', breaches,
+            case when override_reason is not null then concat(' (override: ', override_reason, ')') else '' end
+        ) as reason,
+        cast(null as timestamp) as event_ts,
+        cast(null as timestamp) as arrival_ts,
+        array() as impacted_partitions,
+        cast(null as string) as bronze_row_id,
+        logged_run_at as source_run_at
+    from gate_decisions
+),
+
 unioned as (
     select * from silver_records
+    union all
+    select * from dimension_records
+    union all
+    select * from gate_records
     union all
     select * from quarantine_records
     union all

@@ -1,7 +1,11 @@
 {#- Revenue per event date and source. Only the event-date partitions whose
     silver rows changed since this model's last run are recomputed; see the
     restate macro for versioning, restatement and status. -#}
-{{ config(unique_key=['event_date', 'source_system'], partition_by=['event_date']) }}
+{{ config(
+    unique_key=['event_date', 'source_system'],
+    partition_by=['event_date'],
+    publication_gate={'measure': 'net_revenue'},
+) }}
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}

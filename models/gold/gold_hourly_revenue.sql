@@ -1,5 +1,9 @@
 {#- Revenue per event hour and source; restated with its event date. -#}
-{{ config(unique_key=['event_date', 'event_hour', 'source_system'], partition_by=['event_date']) }}
+{{ config(
+    unique_key=['event_date', 'event_hour', 'source_system'],
+    partition_by=['event_date'],
+    publication_gate={'measure': 'net_revenue'},
+) }}
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}

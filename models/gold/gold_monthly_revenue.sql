@@ -1,4 +1,7 @@
 {#- Revenue per month (starting date) and source, rolled up from gold_daily_revenue. -#}
-{{ config(unique_key=['month_start_date', 'source_system']) }}
+{{ config(
+    unique_key=['month_start_date', 'source_system'],
+    publication_gate={'measure': 'net_revenue', 'partition': 'month_start_date'},
+) }}
 
 {{ revenue_rollup('month') }}

@@ -5,7 +5,11 @@
     one of their events to another member (gold_revenue_by_tier_changes,
     restatement_reason dimension_change); see the restate macro for versioning,
     restatement and status. -#}
-{{ config(unique_key=['event_date', 'tier', 'region'], partition_by=['event_date']) }}
+{{ config(
+    unique_key=['event_date', 'tier', 'region'],
+    partition_by=['event_date'],
+    publication_gate={'measure': 'net_revenue'},
+) }}
 
 {%- set hwm = high_water_mark('source_changed_run_at') %}
 

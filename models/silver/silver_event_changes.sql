@@ -13,6 +13,7 @@ final as (
         event_id,
         source_system,
         last_action as action,
+        change_reason,
         event_type,
         previous_event_type,
         user_id,

@@ -4,10 +4,16 @@
     content-derived, so the outcome never depends on landing order),
     so an older arrival never overwrites a newer one, a re-delivered original
     never undoes a correction, and nothing resurrects a deleted event. Every
-    touched key counts its versions; superseded arrivals only raise the count. -#}
+    touched key counts its versions; superseded arrivals only raise the count.
+
+    Backfill and replay (vars backfill_start / backfill_end): every key with an
+    arrival or a row in the window's event dates is recomputed from scratch from
+    bronze, read again with the current code (event_arrival_ctes), and only keys
+    whose row comes out different are merged, as action backfill or replay. -#}
 {{ config(unique_key=['event_id', 'source_system'], partition_by=['event_date']) }}
 
 {%- set run_hwm = high_water_mark('changed_run_at') %}
+{%- set window = backfill_window() if is_incremental() else none %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
@@ -37,7 +43,7 @@ released_arrivals as (
         and arrivals.event_ts is not null
 ),
 
-candidates as (
+incremental_candidates as (
     select * from new_arrivals
     union all
     select * from released_arrivals
@@ -46,31 +52,81 @@ candidates as (
 {# A correction may name a superseded correction; follow such links to the
     original event (three hops cover correction-of-a-correction chains). -#}
 correction_links as (
+    {{ correction_links('arrivals') }}
+),
+
+incremental_resolved as (
+    {{ resolve_corrections('incremental_candidates', 'correction_links') }}
+),
+
+{% if window %}
+bronze_events as (
+    select * from {{ ref('stg_bronze_events') }}
+),
+
+{{ event_arrival_ctes('bronze_events', 'rederived') }},
+
+eligible as (
     select
-        source_system,
-        event_id as alias_event_id,
-        max(target_event_id) as next_event_id
-    from arrivals
-    where record_kind = 'correction' and event_id is not null and event_id != target_event_id
-    group by source_system, event_id
+        rederived.*,
+        {{ run_ts() }} as ledger_run_at,
+        '{{ invocation_id }}' as invocation_id,
+        false as is_release
+    from rederived
+    left join quarantine on rederived.bronze_row_id = quarantine.bronze_row_id
+    where
+        rederived.event_ts is not null
+        and coalesce(quarantine.status, '') != 'rejected'
+        and (rederived.route = 'silver' or quarantine.status = 'released')
+),
+
+eligible_links as (
+    {{ correction_links('eligible') }}
+),
+
+rederived_resolved as (
+    {{ resolve_corrections('eligible', 'eligible_links') }}
+),
+
+window_keys as (
+    select
+        resolved_event_id as event_id,
+        source_system
+    from rederived_resolved
+    where event_date between date'{{ window.start }}' and date'{{ window.end }}'
+    union
+    select
+        event_id,
+        source_system
+    from {{ this }}
+    where event_date between date'{{ window.start }}' and date'{{ window.end }}'
 ),
 
 resolved as (
     select
-        candidates.*,
-        coalesce(hop3.next_event_id, hop2.next_event_id, hop1.next_event_id, candidates.target_event_id)
-            as resolved_event_id
-    from candidates
-    left join correction_links as hop1
-        on candidates.source_system = hop1.source_system
-        and candidates.target_event_id = hop1.alias_event_id
-    left join correction_links as hop2
-        on hop1.source_system = hop2.source_system
-        and hop1.next_event_id = hop2.alias_event_id
-    left join correction_links as hop3
-        on hop2.source_system = hop3.source_system
-        and hop2.next_event_id = hop3.alias_event_id
+        incremental_resolved.*,
+        false as from_scratch
+    from incremental_resolved
+    left anti join window_keys
+        on incremental_resolved.resolved_event_id = window_keys.event_id
+        and incremental_resolved.source_system = window_keys.source_system
+    union all
+    select
+        rederived_resolved.*,
+        true as from_scratch
+    from rederived_resolved
+    left semi join window_keys
+        on rederived_resolved.resolved_event_id = window_keys.event_id
+        and rederived_resolved.source_system = window_keys.source_system
 ),
+{% else %}
+resolved as (
+    select
+        *,
+        false as from_scratch
+    from incremental_resolved
+),
+{% endif %}
 
 ranked as (
     select
@@ -129,7 +185,8 @@ compared as (
     select
         batch_winners.*,
         existing.event_id is not null as is_known,
-        existing.event_id is null
+        batch_winners.from_scratch
+        or existing.event_id is null
         or named_struct(
             'precedence', batch_winners.precedence,
             'arrival_ts', batch_winners.arrival_ts,
@@ -174,8 +231,12 @@ final as (
         case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
         {%- endfor %}
         case when new_wins then record_kind = 'deletion' else old_is_deleted end as is_deleted,
-        least(batch_first_arrival_ts, coalesce(old_first_arrival_ts, batch_first_arrival_ts)) as first_arrival_ts,
-        coalesce(old_version_count, 0) + new_versions as version_count,
+        case
+            when from_scratch then batch_first_arrival_ts
+            else least(batch_first_arrival_ts, coalesce(old_first_arrival_ts, batch_first_arrival_ts))
+        end as first_arrival_ts,
+        case when from_scratch then new_versions else coalesce(old_version_count, 0) + new_versions end
+            as version_count,
         old_event_type as previous_event_type,
         old_user_id as previous_user_id,
         old_amount as previous_amount,
@@ -184,7 +245,7 @@ final as (
         old_is_deleted as previous_is_deleted,
         case
             when not new_wins then 'duplicate'
-            when {{ in_backfill_window('event_date') }} then '{{ var("backfill_mode") }}'
+            when from_scratch or {{ in_backfill_window('event_date') }} then '{{ var("backfill_mode") }}'
             when has_release = 1 and is_release then 'quarantine_release'
             when record_kind = 'deletion' then 'deletion'
             when record_kind = 'correction' then 'correction'
@@ -192,10 +253,25 @@ final as (
             when watermark_tier != '{{ var("watermark_tiers")[0]["name"] }}' then 'late_merge'
             else 'insert'
         end as last_action,
+        case when from_scratch or {{ in_backfill_window('event_date') }} then {{ backfill_reason_sql() }} end
+            as change_reason,
         {{ as_of_ts() }} as processed_at,
         {{ run_ts() }} as changed_run_at,
         '{{ invocation_id }}' as invocation_id
     from compared
+    {#- A recomputed key whose row comes out as stored is left alone, so that a
+        repeated backfill or replay changes nothing. #}
+    where not (
+        from_scratch
+        and bronze_row_id <=> old_bronze_row_id
+        and event_type <=> old_event_type
+        and user_id <=> old_user_id
+        and amount <=> old_amount
+        and event_ts <=> old_event_ts
+        and (record_kind = 'deletion') <=> old_is_deleted
+        and new_versions <=> old_version_count
+        and batch_first_arrival_ts <=> old_first_arrival_ts
+    )
 )
 
 select * from final

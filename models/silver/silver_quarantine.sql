@@ -1,10 +1,13 @@
 {#- Rows held out of silver and gold, with their reason and raw payload:
     malformed lines, rows without a natural key, and events later than the last
     watermark tier. A steward releases a row (it then merges and restates like
-    any late event) or rejects it with a reason; nothing leaves this table. -#}
+    any late event) or rejects it with a reason; nothing leaves this table.
+    A backfill or replay releases the window's rows held for lateness alone:
+    inside the window no watermark applies. -#}
 {{ config(unique_key='bronze_row_id') }}
 
 {%- set run_hwm = high_water_mark('status_run_at') %}
+{%- set window = backfill_window() if is_incremental() else none %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
@@ -70,11 +73,44 @@ decided as (
 ),
 {% endif %}
 
+{% if window %}
+backfilled as (
+    select
+        existing.bronze_row_id,
+        existing.ingestion_id,
+        existing.source_system,
+        existing.event_id,
+        existing.event_key,
+        existing.event_type,
+        existing.event_ts,
+        existing.event_date,
+        existing.arrival_ts,
+        existing.lateness_seconds,
+        existing.quarantine_reason,
+        existing.raw_payload,
+        existing.first_seen_at,
+        'released' as status,
+        {{ backfill_reason_sql() }} as decision_reason,
+        '{{ var("actor") }}' as decided_by,
+        {{ run_ts() }} as decided_at
+    from existing
+    left anti join decisions on existing.bronze_row_id = decisions.bronze_row_id
+    where
+        existing.status = 'quarantined'
+        and existing.quarantine_reason = 'beyond_watermark'
+        and existing.event_date between date'{{ window.start }}' and date'{{ window.end }}'
+),
+{% endif %}
+
 changed as (
     select * from newly_quarantined
     {% if is_incremental() %}
     union all
     select * from decided
+    {% endif %}
+    {% if window %}
+    union all
+    select * from backfilled
     {% endif %}
 ),
 

@@ -49,6 +49,9 @@ class Project:
     schema: str
     target: str = "local"
     target_path: Path = field(default_factory=lambda: ROOT / "target" / "pytest")
+    project_dir: Path = ROOT
+    # dbt's log messages of the last invocation.
+    messages: list[str] = field(default_factory=list)
 
     def dbt(
         self, *args: str, vars: dict[str, Any] | None = None, expect_ok: bool = True
@@ -56,7 +59,7 @@ class Project:
         cli = [
             *args,
             "--project-dir",
-            str(ROOT),
+            str(self.project_dir),
             "--profiles-dir",
             str(ROOT / "profiles"),
             "--target",
@@ -67,7 +70,8 @@ class Project:
         if vars:
             cli += ["--vars", json.dumps(vars)]
         os.environ["LATECOMER_SCHEMA"] = self.schema
-        result = dbtRunner().invoke(cli)
+        self.messages = []
+        result = dbtRunner(callbacks=[lambda event: self.messages.append(event.info.msg)]).invoke(cli)
         if expect_ok and not result.success:
             failures = (
                 [

@@ -66,8 +66,14 @@ def arrivals_from_lines(
     return out
 
 
-def expected_state(arrivals: list[Arrival]) -> tuple[dict, int]:
-    """(current rows per key, quarantined count) after all arrivals, any order."""
+def expected_state(
+    arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None
+) -> tuple[dict, int]:
+    """(current rows per key, quarantined count) after all arrivals, any order.
+
+    Events dated inside ``backfill_window`` (inclusive) are exempt from the
+    last watermark tier, as a backfill of those dates loads them.
+    """
     accepted, quarantined = [], 0
     for a in arrivals:
         r = a.record
@@ -88,7 +94,8 @@ def expected_state(arrivals: list[Arrival]) -> tuple[dict, int]:
         if key is None and not r.get("corrects_event_id"):
             quarantined += 1
             continue
-        if a.arrival - ts > LAST_TIER:
+        in_window = backfill_window is not None and backfill_window[0] <= ts.date() <= backfill_window[1]
+        if a.arrival - ts > LAST_TIER and not in_window:
             quarantined += 1
             continue
         accepted.append((a, r, key, ts))
@@ -120,10 +127,10 @@ def expected_state(arrivals: list[Arrival]) -> tuple[dict, int]:
 
 
 def expected_daily_revenue(
-    arrivals: list[Arrival],
+    arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None
 ) -> dict[tuple[date, str], tuple[int, Decimal, Decimal]]:
     """(event_date, source) -> (orders, gross revenue, refunds)."""
-    current, _ = expected_state(arrivals)
+    current, _ = expected_state(arrivals, backfill_window)
     totals: dict = defaultdict(lambda: [0, Decimal("0"), Decimal("0")])
     for (_, source), row in current.items():
         if row["deleted"]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from dbt.adapters.base import PythonJobHelper
+from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.latecomer.connections import LatecomerConnectionManager
 from dbt.adapters.latecomer.python_submissions import (
     SessionPythonJobHelper,
@@ -71,3 +74,30 @@ class LatecomerAdapter(SparkAdapter):
         if getattr(model, "language", None) == "python" and not self.runs_python:
             raise DbtRuntimeError(python_model_unsupported_message(model.name, self.config.credentials))
         return super().pre_model_hook(config)
+
+    @available
+    def code_version(self) -> str | None:
+        """The project's git commit (with ``-dirty`` for uncommitted changes), or None outside git."""
+        root = Path(self.config.project_root)
+        try:
+            commit = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root, capture_output=True, text=True, timeout=10, check=True,
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return f"{commit}-dirty" if dirty else commit
+
+    @available
+    def write_json_artifact(self, relative_path: str, payload: Any) -> str:
+        """Write ``payload`` as JSON under the target path; returns the file written."""
+        target = Path(self.config.project_root) / self.config.target_path
+        path = (target / relative_path).resolve()
+        if target.resolve() not in path.parents:
+            raise DbtRuntimeError(f"write_json_artifact: {relative_path} is outside the target path")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+        return str(path)

@@ -1,0 +1,126 @@
+{#- Change manifest: what a run changed in published gold, row by row.
+
+    record_change_manifest (a post-hook of every gated gold model) appends to
+    <schema>_audit.gold_change_manifest one row per row of the model that this
+    run wrote (changed_run_at = the run's start): its partition and key, the
+    values before (read from the table's previous version by time travel) and
+    after, the two table versions, the reason, the input high-water marks, the
+    dbt invocation id and the code version (git commit). write_change_manifest
+    (on-run-end) writes the run's rows as JSON to
+    target/change_manifests/<invocation_id>.json and target/change_manifest.json. -#}
+
+{#- Columns that describe a gold row's publication rather than its values. -#}
+{% macro publication_columns() -%}
+    {{ return(['version', 'first_published_at', 'last_changed_at', 'restated_on', 'restatement_reason',
+               'is_restated_after_final', 'source_changed_run_at', 'changed_run_at', 'invocation_id']) }}
+{%- endmacro %}
+
+{% macro manifest_relation() -%}
+    {{ return(target.schema ~ '_audit.gold_change_manifest') }}
+{%- endmacro %}
+
+{% macro json_of(alias, columns) -%}
+    to_json(named_struct({% for column in columns %}'{{ column }}', {{ alias }}.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %}))
+{%- endmacro %}
+
+{% macro record_change_manifest() %}
+    {%- set gate = config.get('publication_gate') -%}
+    {%- if not execute or not gate -%}{{ return('') }}{%- endif -%}
+    {%- set written = run_query('select count(*) from ' ~ this ~ ' where changed_run_at = ' ~ run_ts())
+        .columns[0].values()[0] -%}
+    {%- if written == 0 -%}{{ return('') }}{%- endif -%}
+    {%- set versions = table_versions(this) -%}
+    {%- set after_version = versions[-1]['version'] if versions else none -%}
+    {%- set before_version = versions[-2]['version'] if versions | length > 1 else none -%}
+    {%- set keys = config.get('unique_key') -%}
+    {%- set keys = [keys] if keys is string else keys -%}
+    {%- set partition = gate.get('partition') or config.get('partition_by') -%}
+    {%- set partition = partition if partition is string else partition[0] -%}
+    {%- set values = [] -%}
+    {%- for column in adapter.get_columns_in_relation(this) -%}
+        {%- if column.name | lower not in keys and column.name | lower not in publication_columns() -%}
+            {%- do values.append(column.name | lower) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set bronze_hwm = run_query('select cast(max(ingested_at) as string) from ' ~ target.schema
+        ~ '_bronze.bronze_ingestions').columns[0].values()[0] -%}
+    {%- set code_version = adapter.code_version() -%}
+    {{ log(model.name ~ ': change manifest of ' ~ written ~ ' row(s), table version ' ~ before_version ~ ' -> '
+        ~ after_version, info=true) }}
+    insert into {{ manifest_relation() }}
+    select
+        '{{ invocation_id }}' as invocation_id,
+        {{ run_ts() }} as run_started_at,
+        {{ as_of_ts() }} as as_of,
+        {{ sql_string(code_version) if code_version else 'cast(null as string)' }} as code_version,
+        '{{ model.name }}' as model,
+        '{{ this }}' as relation,
+        cast(after_rows.{{ partition }} as string) as partition_value,
+        {{ json_of('after_rows', keys) }} as row_key,
+        case
+            when before_rows.{{ keys[0] }} is null then 'published'
+            when {% for column in values %}after_rows.{{ column }} <=> before_rows.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
+                then 'unchanged'
+            when {% for column in values if column != 'status' %}after_rows.{{ column }} <=> before_rows.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
+                then 'status'
+            else 'restated'
+        end as change,
+        case when before_rows.{{ keys[0] }} is not null then {{ json_of('before_rows', values) }} end as before_values,
+        {{ json_of('after_rows', values) }} as after_values,
+        before_rows.version as before_row_version,
+        after_rows.version as after_row_version,
+        {{ sql_string(before_version) if before_version is not none else 'cast(null as string)' }} as before_table_version,
+        {{ sql_string(after_version) if after_version is not none else 'cast(null as string)' }} as after_table_version,
+        after_rows.restatement_reason,
+        to_json(named_struct(
+            'silver_event_changes.changed_run_at', cast(after_rows.source_changed_run_at as string),
+            'bronze_ingestions.ingested_at', {{ sql_string(bronze_hwm) if bronze_hwm else 'cast(null as string)' }}
+        )) as input_watermarks,
+        {{ backfill_reason_sql() }} as backfill,
+        '{{ var("actor") }}' as actor
+    from (select * from {{ this }} where changed_run_at = {{ run_ts() }}) as after_rows
+    {%- if before_version is not none %}
+    left join (select * from {{ relation_at_version(this, before_version) }}) as before_rows
+    {%- else %}
+    left join (select * from {{ this }} where false) as before_rows
+    {%- endif %}
+        on {% for key in keys %}after_rows.{{ key }} = before_rows.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+{% endmacro %}
+
+{#- on-run-end: the run's manifest rows as JSON under the target path. -#}
+{% macro write_change_manifest() %}
+    {%- if not execute or flags.WHICH not in ('build', 'run') -%}{{ return('') }}{%- endif -%}
+    {%- if adapter.get_relation(database=none, schema=target.schema ~ '_audit', identifier='gold_change_manifest') is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set table = run_query("select * from " ~ manifest_relation() ~ " where invocation_id = '" ~ invocation_id
+        ~ "' order by model, partition_value, row_key") -%}
+    {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
+    {%- set rows = [] -%}
+    {%- set models = {} -%}
+    {%- for row in table.rows -%}
+        {%- set record = {} -%}
+        {%- for name in table.column_names -%}
+            {%- do record.update({name: row[name]}) -%}
+        {%- endfor -%}
+        {%- for name in ['row_key', 'before_values', 'after_values', 'input_watermarks'] -%}
+            {%- do record.update({name: fromjson(record[name]) if record[name] else none}) -%}
+        {%- endfor -%}
+        {%- do rows.append(record) -%}
+        {%- set summary = models.setdefault(record['model'], {
+            'relation': record['relation'], 'before_table_version': record['before_table_version'],
+            'after_table_version': record['after_table_version'], 'partitions': [], 'rows': {}}) -%}
+        {%- if record['partition_value'] not in summary['partitions'] -%}
+            {%- do summary['partitions'].append(record['partition_value']) -%}
+        {%- endif -%}
+        {%- do summary['rows'].update({record['change']: summary['rows'].get(record['change'], 0) + 1}) -%}
+    {%- endfor -%}
+    {%- set first = rows[0] -%}
+    {%- set manifest = {
+        'invocation_id': invocation_id, 'run_started_at': first['run_started_at'], 'as_of': first['as_of'],
+        'code_version': first['code_version'], 'backfill': first['backfill'], 'models': models, 'rows': rows} -%}
+    {%- do adapter.write_json_artifact('change_manifests/' ~ invocation_id ~ '.json', manifest) -%}
+    {%- set path = adapter.write_json_artifact('change_manifest.json', manifest) -%}
+    {{ log('Change manifest: ' ~ rows | length ~ ' gold row(s) in ' ~ models | length ~ ' model(s) -> ' ~ path, info=true) }}
+    {{ return('') }}
+{% endmacro %}
