@@ -11,6 +11,7 @@
     bronze, read again with the current code (event_arrival_ctes), and only keys
     whose row comes out different are merged, as action backfill or replay. -#}
 {{ config(unique_key=['event_id', 'source_system'], partition_by=['event_date']) }}
+-- depends_on: {{ ref('stg_bronze_events') }}
 
 {%- set run_hwm = high_water_mark('changed_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}

@@ -48,6 +48,32 @@ newly_quarantined as (
 ),
 
 {% if is_incremental() %}
+{#- Steward decisions, and during a backfill or replay the release of the
+    window's rows held for lateness alone (a steward decision wins). #}
+status_changes as (
+    select
+        bronze_row_id,
+        case decision when 'release' then 'released' else 'rejected' end as status,
+        reason as decision_reason,
+        actor as decided_by,
+        decided_at
+    from decisions
+    {%- if window %}
+    union all
+    select
+        existing.bronze_row_id,
+        'released' as status,
+        {{ backfill_reason_sql() }} as decision_reason,
+        '{{ var("actor") }}' as decided_by,
+        {{ run_ts() }} as decided_at
+    from existing
+    left anti join decisions on existing.bronze_row_id = decisions.bronze_row_id
+    where
+        existing.quarantine_reason = 'beyond_watermark'
+        and existing.event_date between date'{{ window.start }}' and date'{{ window.end }}'
+    {%- endif %}
+),
+
 decided as (
     select
         existing.bronze_row_id,
@@ -63,42 +89,13 @@ decided as (
         existing.quarantine_reason,
         existing.raw_payload,
         existing.first_seen_at,
-        case decisions.decision when 'release' then 'released' else 'rejected' end as status,
-        decisions.reason as decision_reason,
-        decisions.actor as decided_by,
-        decisions.decided_at
+        status_changes.status,
+        status_changes.decision_reason,
+        status_changes.decided_by,
+        status_changes.decided_at
     from existing
-    inner join decisions on existing.bronze_row_id = decisions.bronze_row_id
+    inner join status_changes on existing.bronze_row_id = status_changes.bronze_row_id
     where existing.status = 'quarantined'
-),
-{% endif %}
-
-{% if window %}
-backfilled as (
-    select
-        existing.bronze_row_id,
-        existing.ingestion_id,
-        existing.source_system,
-        existing.event_id,
-        existing.event_key,
-        existing.event_type,
-        existing.event_ts,
-        existing.event_date,
-        existing.arrival_ts,
-        existing.lateness_seconds,
-        existing.quarantine_reason,
-        existing.raw_payload,
-        existing.first_seen_at,
-        'released' as status,
-        {{ backfill_reason_sql() }} as decision_reason,
-        '{{ var("actor") }}' as decided_by,
-        {{ run_ts() }} as decided_at
-    from existing
-    left anti join decisions on existing.bronze_row_id = decisions.bronze_row_id
-    where
-        existing.status = 'quarantined'
-        and existing.quarantine_reason = 'beyond_watermark'
-        and existing.event_date between date'{{ window.start }}' and date'{{ window.end }}'
 ),
 {% endif %}
 
@@ -107,10 +104,6 @@ changed as (
     {% if is_incremental() %}
     union all
     select * from decided
-    {% endif %}
-    {% if window %}
-    union all
-    select * from backfilled
     {% endif %}
 ),
 
