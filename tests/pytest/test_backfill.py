@@ -195,9 +195,15 @@ def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
     manifest = deployment.project.table("audit", "gold_change_manifest").where(
         "model = 'gold_daily_revenue' and backfill = 'backfill: partner resend 2'"
     ).collect()
-    # Only 2024-01-02 changed (h5); the rest of the window was recomputed and found equal.
-    assert [(r.partition_value, r.change) for r in manifest] == [("2024-01-02", "restated")]
-    row = manifest[0]
+    # Only 2024-01-02 changed values (h5); the rest of the window was recomputed and
+    # found equal. 2024-03-09's daily close passed at 2024-03-11T00:00, before this
+    # run's as_of, so its row moved from live to preliminary.
+    changes = sorted((r.partition_value, r.change) for r in manifest)
+    assert changes == [("2024-01-02", "restated"), ("2024-03-09", "status")]
+    status_row = next(r for r in manifest if r.change == "status")
+    assert json.loads(status_row.before_values)["status"] == "live"
+    assert json.loads(status_row.after_values)["status"] == "preliminary"
+    row = next(r for r in manifest if r.change == "restated")
     assert json.loads(row.before_values)["net_revenue"] == 40
     assert json.loads(row.after_values)["net_revenue"] == 65
     assert (row.before_row_version, row.after_row_version) == (1, 2)
@@ -207,13 +213,14 @@ def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
 
     written = json.loads((deployment.project.target_path / "change_manifest.json").read_text())
     assert written["invocation_id"] == row.invocation_id
-    assert written["models"]["gold_daily_revenue"]["partitions"] == ["2024-01-02"]
+    assert written["models"]["gold_daily_revenue"]["partitions"] == ["2024-01-02", "2024-03-09"]
     assert written["backfill"] == "backfill: partner resend 2"
 
 
 def test_replay_repairs_a_wrong_dedup_rule(deployment: Deployment, tmp_path: Path) -> None:
     # A copy of the project whose silver merge lets the EARLIER arrival win.
     wrong = tmp_path / "wrong_project"
+    wrong.mkdir()
     for name in ("dbt_project.yml", "models", "macros", "seeds", "snapshots"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, wrong / name)
