@@ -39,7 +39,7 @@ UNIVERSES = tuple(ORDERS)
 STEPS = (1, 2, 3)
 # Everything gold_revenue_by_tier needs; after step 0 only the customer side
 # changes (events land once, before step 0), so steps 1-3 build just that.
-SELECT_ALL = "+gold_revenue_by_tier stg_bronze_customer_changes_malformed"
+SELECT_ALL = "+gold_revenue_by_tier +late_arrival_audit stg_bronze_customer_changes_malformed"
 SELECT_CUSTOMERS = "stg_bronze_customer_changes+ stg_bronze_customer_changes_malformed"
 UNKNOWN = "unknown"
 
@@ -427,6 +427,21 @@ def test_late_silver_spell_moves_revenue_on_exactly_its_days(scenario: dict[int,
     assert revenue_after[(3, "silver", "eu")] == (1, money("40.00"), 0, money("40.00"))
     assert (4, "gold", "eu") not in revenue_after
     assert revenue_after[(4, "silver", "eu")] == (1, money("15.50"), money("5.50"), money("10.00"))
+
+
+def test_dimension_changes_are_audited(scenario: dict[int, State], module_project: Project) -> None:
+    """Universe f, step 3: the audit names exactly the days whose revenue moved."""
+    stamp = datetime.fromisoformat(as_of(3)).replace(tzinfo=None)
+    audited = module_project.table("audit", "late_arrival_audit").where("action = 'dimension_change'").collect()
+    days = set()
+    for row in audited:
+        if row.recorded_at == stamp and row.event_id.startswith("f_"):
+            assert row.reason and row.before_values and row.after_values
+            for partition in row.impacted_partitions:
+                universe, day = universe_of_date(date.fromisoformat(partition))
+                assert universe == "f"
+                days.add(day)
+    assert days == {0, 3, 4, 6}
 
 
 def test_rerun_changes_nothing(scenario: dict[int, State]) -> None:
