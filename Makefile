@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke steward clean
+.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -51,6 +51,19 @@ bench-smoke: install
 ## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
 steward: install
 	$(BIN)/python -m python_jobs.steward list
+
+## maintain: snapshot expiry, compaction, orphan cleanup within the retention horizon (DRY_RUN=true to report only)
+maintain: install
+	$(DBT) run-operation maintain_tables $(DBT_FLAGS) --args '{dry_run: $(or $(DRY_RUN),false)}'
+
+## restore: one table back to an earlier version for a re-run:
+##   make restore MODEL=gold_daily_revenue VERSION=<id> (or AS_OF_TIME=<ISO-8601> or INVOCATION_ID=<id>) REASON="..."
+restore: install
+	$(DBT) run-operation restore_table $(DBT_FLAGS) --args '{model: "$(MODEL)", version: "$(VERSION)", as_of_time: "$(AS_OF_TIME)", invocation_id: "$(INVOCATION_ID)", reason: "$(REASON)"}'
+
+## gold-versions: every version of a partition with deltas: make gold-versions EVENT_DATE=2024-01-03 [MODEL=...]
+gold-versions: install
+	$(DBT) run-operation gold_versions $(DBT_FLAGS) --args '{model: "$(or $(MODEL),gold_daily_revenue)", event_date: "$(EVENT_DATE)"}'
 
 clean:
 	rm -rf target .latecomer logs

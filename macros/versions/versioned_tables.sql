@@ -1,0 +1,188 @@
+{#- Which tables keep versions, and how runs, times and version ids map onto
+    each other. Format-agnostic: the format-specific SQL is in
+    macros/formats/versions.sql. -#}
+
+{#- dbt-spark's tblproperties clause, with retention_tblproperties() added for
+    models whose config has meta.retain_versions (silver, gold and audit, set
+    in dbt_project.yml). Properties of the model's own `tblproperties` config
+    win. Applies when dbt creates or replaces the table; maintain_tables sets
+    the same properties on tables that already exist. -#}
+{% macro latecomer__tblproperties_clause() -%}
+    {%- set properties = {} -%}
+    {%- if (config.get('meta') or {}).get('retain_versions') -%}
+        {%- do properties.update(retention_tblproperties()) -%}
+    {%- endif -%}
+    {%- do properties.update(config.get('tblproperties') or {}) -%}
+    {%- if properties %}
+    tblproperties (
+        {%- for key, value in properties.items() %}
+        '{{ key }}' = '{{ value }}'{% if not loop.last %},{% endif %}
+        {%- endfor %}
+    )
+    {%- endif %}
+{%- endmacro %}
+
+{#- The relation of audit table `table_restores` (append-only log of
+    restore_table), created if missing when `create` is true. -#}
+{% macro table_restores_relation(create=false) -%}
+    {%- set relation = api.Relation.create(
+        schema=generate_schema_name('audit', none) | trim, identifier='table_restores', type='table') -%}
+    {%- if create -%}
+        {%- do adapter.create_schema(relation) -%}
+        {%- set properties = retention_tblproperties() -%}
+        {%- set property_sql = [] -%}
+        {%- for key, value in properties.items() -%}
+            {%- do property_sql.append("'" ~ key ~ "' = '" ~ value ~ "'") -%}
+        {%- endfor -%}
+        {%- do run_query(
+            "create table if not exists " ~ relation ~ " (
+                restored_at timestamp,
+                model string,
+                relation string,
+                from_version string,
+                to_version string,
+                to_version_committed_at timestamp,
+                selector string,
+                reason string,
+                actor string,
+                invocation_id string
+            ) using " ~ target.table_format ~ "
+            comment 'Append-only log of table restores (dbt run-operation restore_table)'
+            tblproperties (" ~ property_sql | join(', ') ~ ")") -%}
+    {%- endif -%}
+    {{ return(relation) }}
+{%- endmacro %}
+
+{#- The table of a model, by name; fails with the fix when the model is
+    unknown, not built yet, or a view. -#}
+{% macro versioned_model_relation(model_name) -%}
+    {%- set nodes = graph.nodes.values()
+        | selectattr('resource_type', 'equalto', 'model')
+        | selectattr('name', 'equalto', model_name | string) | list -%}
+    {%- if nodes | length == 0 -%}
+        {{ exceptions.raise_compiler_error("Unknown model '" ~ model_name ~ "'; pass a model name such as gold_daily_revenue.") }}
+    {%- endif -%}
+    {%- set node = nodes[0] -%}
+    {%- set relation = adapter.get_relation(database=none, schema=node.schema, identifier=node.alias) -%}
+    {%- if relation is none -%}
+        {{ exceptions.raise_compiler_error(
+            "Model " ~ model_name ~ " has no table yet (" ~ node.schema ~ "." ~ node.alias ~ "): build it first.") }}
+    {%- endif -%}
+    {%- if relation.type != 'table' -%}
+        {{ exceptions.raise_compiler_error(
+            "Model " ~ model_name ~ " is a " ~ relation.type ~ "; only tables have versions.") }}
+    {%- endif -%}
+    {{ return(relation) }}
+{%- endmacro %}
+
+{#- Every existing table that keeps versions: each table in the schemas of
+    models with meta.retain_versions (silver, gold, audit: their models and
+    the logs macros write there, table_restores included), optionally only
+    those named in `models`. A list of {name, relation}, by schema and name. -#}
+{% macro versioned_tables(models=none) -%}
+    {%- set schemas = [table_restores_relation().schema] -%}
+    {%- for node in graph.nodes.values() -%}
+        {%- if node.resource_type == 'model' and (node.config.meta or {}).get('retain_versions')
+            and node.schema not in schemas -%}
+            {%- do schemas.append(node.schema) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set tables = [] -%}
+    {%- for schema in schemas | sort if run_query("show schemas like '" ~ schema ~ "'").rows | length > 0 -%}
+        {%- for row in run_query('show tables in ' ~ schema).rows | sort(attribute='tableName')
+            if not row['isTemporary'] and (models is none or row['tableName'] in models) -%}
+            {%- set relation = adapter.get_relation(database=none, schema=schema, identifier=row['tableName']) -%}
+            {%- if relation is not none and relation.type == 'table' -%}
+                {%- do tables.append({'name': relation.identifier, 'relation': relation}) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(tables) }}
+{%- endmacro %}
+
+{#- A point in time as a UTC string in the format of table_versions(). -#}
+{% macro version_time_string(timestamp) -%}
+    {%- set sql = "select date_format(" ~ checked_version_timestamp(timestamp) ~ ", 'yyyy-MM-dd HH:mm:ss.SSSSSS') as ts" -%}
+    {%- set value = run_query(sql).rows[0]['ts'] -%}
+    {%- if value is none -%}
+        {{ exceptions.raise_compiler_error("Cannot read '" ~ timestamp ~ "' as a point in time.") }}
+    {%- endif -%}
+    {{ return(value) }}
+{%- endmacro %}
+
+{#- The entry of `versions` (from table_versions) that was current at a UTC
+    time string, or none when the table had no version yet. -#}
+{% macro version_current_at(versions, time_string) -%}
+    {%- set found = [] -%}
+    {%- for entry in versions if entry.committed_at <= time_string -%}
+        {%- do found.append(entry) -%}
+    {%- endfor -%}
+    {{ return(found[-1] if found else none) }}
+{%- endmacro %}
+
+{#- The version a dbt run left the table in: the newest version whose newest
+    rows (max changed_run_at) are that run's rows. The run is found by its
+    rows' invocation_id, in any retained version (its rows may since have been
+    rewritten). Needs columns invocation_id and changed_run_at (gold models).
+    Returns the entry of table_versions, or none. -#}
+{% macro version_of_invocation(relation, invocation_id, versions=none) -%}
+    {%- set invocation_id = (invocation_id | string) | trim -%}
+    {%- if not modules.re.match('^[A-Za-z0-9_-]+$', invocation_id) -%}
+        {{ exceptions.raise_compiler_error("An invocation id looks like a UUID, got '" ~ invocation_id ~ "'") }}
+    {%- endif -%}
+    {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+    {%- if 'invocation_id' not in columns or 'changed_run_at' not in columns -%}
+        {{ exceptions.raise_compiler_error(
+            relation ~ " has no invocation_id and changed_run_at columns, so its versions cannot be mapped to runs;"
+            ~ " use version or as_of_time instead.") }}
+    {%- endif -%}
+    {%- set versions = versions if versions is not none else table_versions(relation) -%}
+    {%- set ids = versions | map(attribute='version') | unique | list -%}
+    {%- if ids | length == 0 -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set sql -%}
+        {%- for version in ids %}
+            select
+                '{{ version }}' as version,
+                max(changed_run_at) as newest_run_at,
+                max(case when invocation_id = '{{ invocation_id }}' then changed_run_at end) as run_at
+            from {{ relation_at_version(relation, version) }}
+            {% if not loop.last %}union all{% endif %}
+        {%- endfor %}
+    {%- endset -%}
+    {%- set left_by_run = [] -%}
+    {%- for row in run_query(sql).rows -%}
+        {%- if row['run_at'] is not none and row['run_at'] == row['newest_run_at'] -%}
+            {%- do left_by_run.append(row['version']) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set found = [] -%}
+    {%- for entry in versions if entry.version in left_by_run -%}
+        {%- do found.append(entry) -%}
+    {%- endfor -%}
+    {{ return(found[-1] if found else none) }}
+{%- endmacro %}
+
+{#- Which versions the retention horizon protects. `cutoff` is the horizon's
+    start (UTC time string). Protected: the version current at the cutoff and
+    every later one. Returns {expire_before, protected}: expire_before is the
+    earliest time a protected version was created (at most the cutoff), so
+    expiring what was created before it never touches a protected version. -#}
+{% macro retention_boundary(versions, cutoff) -%}
+    {%- set first_protected = [versions | length] -%}
+    {%- for entry in versions -%}
+        {%- if entry.committed_at <= cutoff -%}
+            {%- do first_protected.append(loop.index0) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set protected = versions[first_protected[-1]:] if first_protected | length > 1 else versions -%}
+    {%- set expire_before = ([cutoff] + (protected | map(attribute='created_at') | list)) | min -%}
+    {{ return({'expire_before': expire_before, 'protected': protected}) }}
+{%- endmacro %}
+
+{#- The running invocation's id (macros with an `invocation_id` argument shadow
+    dbt's global of that name). -#}
+{% macro current_invocation_id() -%}
+    {{ return(invocation_id) }}
+{%- endmacro %}
