@@ -29,10 +29,12 @@
 {% endmacro %}
 
 {#- on-run-start: the append-only audit logs written by macros rather than
-    models: the publication gate's decisions and the gold change manifest. -#}
+    models: the publication gate's decisions, the gold change manifest and
+    the table restores (restore_table). -#}
 {% macro ensure_audit_tables() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- do adapter.create_schema(api.Relation.create(schema=target.schema ~ '_audit')) -%}
+    {%- do table_restores_relation(create=true) -%}
     {%- call statement('ensure_gate_log') -%}
         create table if not exists {{ gate_log_relation() }} (
             logged_run_at timestamp,

@@ -1,6 +1,6 @@
 {#- Append-only audit of every late merge, correction, deletion, quarantine,
-    quarantine release, backfill, replay, dimension change and publication
-    gate decision, written in the run that made it (or, for a decision that
+    quarantine release, backfill, replay, dimension change, publication gate
+    decision and table restore, written in the run that made it (or, for a decision that
     blocked this model's inputs, in the next run that builds it);
     never rebuilt (full_refresh: false). A run with nothing new adds no row. -#}
 {{ config(partition_by=['recorded_date']) }}
@@ -31,6 +31,13 @@ dimension_changes as (
 gate_decisions as (
     select * from {{ source('audit_logs', 'publication_gate_log') }}
     where logged_run_at > {{ hwm }}
+),
+
+restores as (
+    select * from {{ source('audit_logs', 'table_restores') }}
+    {#- Restores are stamped with the wall clock; one made while this run is
+        going is left for the next run, which would otherwise see it again. #}
+    where restored_at > {{ hwm }} and restored_at <= {{ run_ts() }}
 ),
 
 daily_after_final as (
@@ -145,12 +152,30 @@ gate_records as (
     from gate_decisions
 ),
 
+restore_records as (
+    select
+        'table_restore' as action,
+        model as event_id,
+        cast(null as string) as source_system,
+        to_json(named_struct('version', from_version)) as before_values,
+        to_json(named_struct('version', to_version, 'selector', selector)) as after_values,
+        concat('restored ', relation, ' to version ', to_version, ': ', reason) as reason,
+        cast(null as timestamp) as event_ts,
+        cast(null as timestamp) as arrival_ts,
+        array() as impacted_partitions,
+        cast(null as string) as bronze_row_id,
+        restored_at as source_run_at
+    from restores
+),
+
 unioned as (
     select * from silver_records
     union all
     select * from dimension_records
     union all
     select * from gate_records
+    union all
+    select * from restore_records
     union all
     select * from quarantine_records
     union all

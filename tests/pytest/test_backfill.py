@@ -221,9 +221,10 @@ def test_replay_repairs_a_wrong_dedup_rule(deployment: Deployment, tmp_path: Pat
     # A copy of the project whose silver merge lets the EARLIER arrival win.
     wrong = tmp_path / "wrong_project"
     wrong.mkdir()
-    for name in ("dbt_project.yml", "models", "macros", "seeds", "snapshots"):
+    for name in ("dbt_project.yml", "models", "macros", "seeds", "snapshots", "analyses"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, wrong / name)
+    shutil.copytree(ROOT / "tests", wrong / "tests", ignore=shutil.ignore_patterns("pytest"))
     model = wrong / "models" / "silver" / "silver_events.sql"
     text = model.read_text()
     assert text.count("arrival_ts desc") == 1 and text.count(") > named_struct(") == 1
