@@ -34,8 +34,9 @@
         {%- for key, value in properties.items() -%}
             {%- do property_sql.append("'" ~ key ~ "' = '" ~ value ~ "'") -%}
         {%- endfor -%}
-        {%- do run_query(
-            "create table if not exists " ~ relation ~ " (
+        {#- statement, not run_query: a DDL returns no result set on Thrift. -#}
+        {%- call statement('create_table_restores') -%}
+            {{ "create table if not exists " ~ relation ~ " (
                 restored_at timestamp,
                 model string,
                 relation string,
@@ -48,7 +49,8 @@
                 invocation_id string
             ) using " ~ target.table_format ~ "
             comment 'Append-only log of table restores (dbt run-operation restore_table)'
-            tblproperties (" ~ property_sql | join(', ') ~ ")") -%}
+            tblproperties (" ~ property_sql | join(', ') ~ ")" }}
+        {%- endcall -%}
     {%- endif -%}
     {{ return(relation) }}
 {%- endmacro %}
