@@ -14,7 +14,11 @@ same data, each from the same starting tables:
                 static-lookback job would (plus the changed ones, so the
                 result stays correct);
   full_refresh  `dbt build --full-refresh`: silver and gold rebuilt from bronze
-                (late_arrival_audit is full_refresh: false and appends).
+                (late_arrival_audit is full_refresh: false and appends);
+  patched       (with --candidate-patch FILE) the incremental build of the
+                project with FILE applied: what a proposed change to the SQL
+                saves, and, through the gold fingerprint, that it changes no
+                result.
 
 Between variants every non-bronze Iceberg table is put back to its state after
 the initial build: the table is dropped from the catalog (its files stay) and
@@ -23,7 +27,8 @@ its metadata file of that moment is registered again
 recreated is dropped with PURGE first, which deletes only the recreated files.
 Bronze (append-only, late batch included) is never touched.
 
-Measured per variant: dbt build wall time and per-model execution time; files,
+Measured per variant: dbt build wall time and per-model execution time, with
+the number of Spark SQL queries each model ran and their Spark time; files,
 bytes and partitions written and rewritten in every silver and gold table (the
 difference between the table's `.files` before and after, plus its snapshot
 summaries); rows, files and bytes read from bronze_events (Spark SQL metrics
@@ -35,12 +40,15 @@ bench_results/bench-<time>.json and .md (and latest-<mode>.json / .md).
 Isolation: state (metastore and warehouse) lives in bench_results/state-<schema>
 (LATECOMER_STATE_DIR, wiped at start), tables in schemas <schema>_* (--schema),
 dbt artifacts in bench_results/target; generated landing files are kept in
-bench_results/data/<scale> and reused by later runs of the same scale.
+bench_results/data/<scale> and reused by later runs of the same scale. The dbt
+project is copied at the start (from the working tree, --project-source DIR or
+--git-ref REF, plus any --patch), so edits made during a run do not change it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -63,6 +71,9 @@ from python_jobs.synthetic import Batch, History, Scale, generate
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "bench_results"
 VARIANTS = ("incremental", "lookback", "full_refresh")
+# The incremental build of the project with --candidate-patch applied, from the
+# same starting tables: what a proposed change saves, and that gold is unchanged.
+PATCHED = "patched"
 DEFAULT = {"days": 60, "events_per_day": 100_000, "lookback_days": 15, "repeat": 3}
 SMOKE = {"days": 5, "events_per_day": 1_000, "lookback_days": 2, "repeat": 1}
 # What --smoke builds: the late-arrival path only (the other gold models add time, not checks).
@@ -107,6 +118,9 @@ class BenchConfig:
     variants: tuple[str, ...] = VARIANTS
     with_tests: bool = True
     git_ref: str | None = None  # build the dbt project of this commit, not the working tree
+    patches: tuple[Path, ...] = ()  # diffs applied to the project copy (measure a proposed change)
+    project_source: Path | None = None  # copy the dbt project from here, not from the working tree
+    candidate_patches: tuple[Path, ...] = ()  # variant "patched": incremental build with these applied
     select: str | None = None  # dbt --select for every build (default: the whole project)
     target: str = "local"
     table_format: str = "iceberg"
@@ -121,6 +135,10 @@ class BenchConfig:
     @property
     def project_dir(self) -> Path:
         return self.results_dir / f"project-{self.schema}"
+
+    @property
+    def patched_project_dir(self) -> Path:
+        return self.results_dir / f"project-{self.schema}-patched"
 
     @property
     def target_path(self) -> Path:
@@ -156,22 +174,26 @@ CORE_MODELS = (
 )
 
 
-def run_dbt(cfg: BenchConfig, *args: str, vars: dict[str, Any] | None = None, spark=None) -> DbtRun:
-    """dbt in this process. A core model (CORE_MODELS) that fails or is skipped
-    aborts the benchmark; any other failing node (a data test, a model outside
-    the late-arrival path) is recorded and reported, and the run goes on."""
+def run_dbt(
+    cfg: BenchConfig, *args: str, vars: dict[str, Any] | None = None, spark=None, patched: bool = False
+) -> DbtRun:
+    """dbt in this process (``patched``: on the project copy with the candidate
+    patches). A core model (CORE_MODELS) that fails or is skipped aborts the
+    benchmark; any other failing node (a data test, a model outside the
+    late-arrival path) is recorded and reported, and the run goes on."""
     from dbt.cli.main import dbtRunner
 
+    project_dir = cfg.patched_project_dir if patched else cfg.project_dir
     cli = [
         *args,
         "--project-dir",
-        str(cfg.project_dir),
+        str(project_dir),
         "--profiles-dir",
-        str(cfg.project_dir / "profiles"),
+        str(project_dir / "profiles"),
         "--target",
         cfg.target,
         "--target-path",
-        str(cfg.target_path),
+        str(cfg.target_path.with_name("target-patched") if patched else cfg.target_path),
         "--log-path",
         str(cfg.log_path),
     ]
@@ -423,13 +445,15 @@ class ScanMetrics:
         self.tables = tuple(tables)
         self.store = spark._jsparkSession.sharedState().statusStore()
         self.first = 0
+        self.last_queries: dict[str, Any] = {}
 
-    def _executions(self) -> dict[int, str]:
+    def _executions(self) -> dict[int, Any]:
+        """Execution id -> Spark's SQLExecutionUIData (a py4j object)."""
         executions = self.store.executionsList()
         out = {}
         for i in range(executions.size()):
             execution = executions.apply(i)
-            out[execution.executionId()] = execution.description() or ""
+            out[execution.executionId()] = execution
         return out
 
     def start(self) -> None:
@@ -450,9 +474,9 @@ class ScanMetrics:
         self._drain()
         # accumulator -> (table, metric, value, dbt node)
         seen: dict[int, tuple[str, str, int, str]] = {}
-        executions = {i: d for i, d in self._executions().items() if i >= self.first}
-        for execution_id, description in sorted(executions.items()):
-            node_name = description[len(JOB_PREFIX) :] if description.startswith(JOB_PREFIX) else "(other)"
+        executions = {i: e for i, e in self._executions().items() if i >= self.first}
+        for execution_id, execution in sorted(executions.items()):
+            node_name = _node_of(execution)
             graph = self.store.planGraph(execution_id)
             values = self.store.executionMetrics(execution_id)
             nodes = graph.allNodes()
@@ -490,7 +514,56 @@ class ScanMetrics:
         for table in self.tables:
             out[table]["complete"] = complete
             out[table]["queries"] = len(executions)
+        self.last_queries = _query_stats(self.store, executions.values())
         return out
+
+
+def _node_of(execution) -> str:
+    description = execution.description() or ""
+    return description[len(JOB_PREFIX) :] if description.startswith(JOB_PREFIX) else "(other)"
+
+
+# Plan nodes that say nothing about what a query does.
+_WRAPPERS = ("AdaptiveSparkPlan", "WholeStageCodegen", "AQEShuffleRead", "ColumnarToRow", "InputAdapter")
+
+
+def _query_stats(store, executions: Iterable[Any]) -> dict[str, Any]:
+    """Spark SQL queries per dbt node: how many (top-level executions: a
+    statement's nested executions, e.g. the job a CACHE TABLE runs, count
+    with it), their Spark time (submission to completion; analysis and
+    planning before submission are not in it), jobs, and one line per query
+    (node, seconds, jobs, first plan operator, tables scanned, whether it read
+    a cached relation)."""
+    by_node: dict[str, dict[str, Any]] = {}
+    queries = []
+    for execution in executions:
+        node = _node_of(execution)
+        completion = execution.completionTime()
+        millis = completion.get().getTime() - execution.submissionTime() if completion.isDefined() else 0
+        jobs = execution.jobs().size()
+        top = execution.rootExecutionId() in (-1, execution.executionId())
+        stats = by_node.setdefault(node, {"queries": 0, "spark_seconds": 0.0, "jobs": 0})
+        stats["spark_seconds"] += millis / 1000 if top else 0.0
+        stats["jobs"] += jobs
+        stats["queries"] += 1 if top else 0
+        graph = store.planGraph(execution.executionId()).allNodes()
+        names = [graph.apply(j).name() for j in range(graph.size())]
+        head = next((n for n in names if not n.startswith(_WRAPPERS)), names[0] if names else "?")
+        queries.append(
+            {
+                "node": node,
+                "seconds": round(millis / 1000, 3),
+                "jobs": jobs,
+                "nested": not top,
+                "head": head,
+                # Scans of a cached relation's own plan are listed under it (not re-run).
+                "scans": sorted({n.split(" ")[-1] for n in names if n.startswith("BatchScan")}),
+                "reads_cache": any(n.startswith("Scan In-memory table") for n in names),
+            }
+        )
+    for stats in by_node.values():
+        stats["spark_seconds"] = round(stats["spark_seconds"], 3)
+    return {"by_node": by_node, "queries": queries}
 
 
 def _metric_number(text: str) -> int | None:
@@ -577,6 +650,7 @@ class Measurement:
     reads: dict[str, dict[str, Any]]
     gold_fingerprint: dict[str, Any]
     snapshots: dict[str, list[dict]] = field(default_factory=dict)
+    queries: dict[str, Any] = field(default_factory=dict)
     lookback_window: list[str] | None = None
     failed_nodes: list[str] = field(default_factory=list)
 
@@ -597,7 +671,7 @@ def measure_variant(
         vars["restate_lookback_days"] = cfg.lookback_days
     scans = ScanMetrics(spark)
     scans.start()
-    run = run_dbt(cfg, *args, vars=vars, spark=spark)
+    run = run_dbt(cfg, *args, vars=vars, spark=spark, patched=variant == PATCHED)
     reads = scans.collect()
     if not reads["bronze_events"]["complete"]:
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
@@ -622,16 +696,19 @@ def measure_variant(
         reads=reads,
         gold_fingerprint=gold_fingerprint(spark, cfg.schema),
         snapshots=snapshots,
+        queries=scans.last_queries,
         lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == "lookback" else None),
         failed_nodes=run.failed_nodes,
     )
 
 
-def snapshot_project(cfg: BenchConfig) -> Path:
+def snapshot_project(cfg: BenchConfig, patched: bool = False) -> Path:
     """Copy the dbt project for this run: from the working tree as it is now,
-    or from the git commit ``cfg.git_ref``. Edits made while a long benchmark
-    runs then do not change what it builds, and results name what they built."""
-    dest = cfg.project_dir
+    from ``cfg.project_source`` or from the git commit ``cfg.git_ref``, with
+    ``cfg.patches`` applied (and ``cfg.candidate_patches`` too when ``patched``).
+    Edits made while a long benchmark runs then do not change what it builds,
+    and results name what they built."""
+    dest = cfg.patched_project_dir if patched else cfg.project_dir
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     if cfg.git_ref:
@@ -651,15 +728,29 @@ def snapshot_project(cfg: BenchConfig) -> Path:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(dest, filter="data")
         shutil.rmtree(dest / "tests" / "pytest", ignore_errors=True)
-        return dest
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "pytest", ".pytest_cache")
-    for name in DBT_PROJECT_FILES:
-        source = REPO_ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=ignore)
-        elif source.is_file():
-            shutil.copy2(source, dest / name)
+    else:
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "pytest", ".pytest_cache")
+        for name in DBT_PROJECT_FILES:
+            source = (cfg.project_source or REPO_ROOT) / name
+            if source.is_dir():
+                shutil.copytree(source, dest / name, ignore=ignore)
+            elif source.is_file():
+                shutil.copy2(source, dest / name)
+    for patch in (*cfg.patches, *(cfg.candidate_patches if patched else ())):
+        apply_patch(dest, patch)
     return dest
+
+
+def apply_patch(project: Path, patch: Path) -> None:
+    """Apply a diff (paths from the repository root, as `git diff` writes them)
+    to the copy in ``project``. git must not see the enclosing repository, or it
+    would take the paths relative to that repository's root."""
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(project.parent)}
+    done = subprocess.run(
+        ["git", "apply", "--verbose", str(patch.resolve())], cwd=project, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench: {patch} does not apply to the project built: {done.stderr.strip()}")
 
 
 def run_benchmark(spark, cfg: BenchConfig, on_progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
@@ -675,7 +766,14 @@ def run_benchmark(spark, cfg: BenchConfig, on_progress: Callable[[dict], None] |
         "mode": cfg.mode,
         "complete": False,
         "started_at": datetime.now(UTC).isoformat(),
-        "git": {**git_info(), "built": cfg.git_ref or "working tree"},
+        "git": {
+            **git_info(),
+            "built": (
+                f"{cfg.git_ref} ({_resolve(cfg.git_ref)})" if cfg.git_ref else str(cfg.project_source or "working tree")
+            ),
+            "patches": {str(p): hashlib.sha1(p.read_bytes()).hexdigest()[:12] for p in cfg.patches},
+            "candidate_patches": {str(p): hashlib.sha1(p.read_bytes()).hexdigest()[:12] for p in cfg.candidate_patches},
+        },
         "machine": machine_info(spark),
         "config": {
             "schema": cfg.schema,
@@ -692,6 +790,8 @@ def run_benchmark(spark, cfg: BenchConfig, on_progress: Callable[[dict], None] |
         },
     }
     snapshot_project(cfg)
+    if PATCHED in cfg.variants:
+        snapshot_project(cfg, patched=True)
     log(f"bench: generating {scale.days} days x {scale.events_per_day:,} events ({scale.key()})")
     t0 = time.perf_counter()
     history = generate(scale, cfg.data_dir)
@@ -714,6 +814,7 @@ def run_benchmark(spark, cfg: BenchConfig, on_progress: Callable[[dict], None] |
         "failed_nodes": initial.failed_nodes,
         "bronze_read": initial_reads["bronze_events"],
         "reads": initial_reads,
+        "queries": scans.last_queries,
         "tables": {
             table.split(".")[1]: {
                 "files": len(state.files),
@@ -771,6 +872,11 @@ def _rate(events: int, seconds: float | None) -> float | None:
     return round(events / seconds, 1) if seconds else None
 
 
+def _resolve(ref: str) -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--short=12", ref], cwd=REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def git_info() -> dict[str, Any]:
     """HEAD and the uncommitted changes to the dbt project the run builds."""
 
@@ -810,6 +916,13 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
             "model_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] == "model") for m in runs),
             "test_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] != "model") for m in runs),
             "models": {name: _median(m.nodes.get(name, {}).get("seconds") for m in runs) for name in models},
+            "queries": {
+                name: {
+                    key: _median(m.queries.get("by_node", {}).get(name, {}).get(key) for m in runs)
+                    for key in ("queries", "spark_seconds", "jobs")
+                }
+                for name in models
+            },
             "tables": {
                 name: {
                     key: _median(m.tables.get(name, {}).get(key) for m in runs)
@@ -865,6 +978,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "incremental": "incremental",
         "lookback": f"lookback {lookback}d",
         "full_refresh": "full refresh",
+        PATCHED: "incremental + "
+        + ", ".join(Path(p).stem for p in report["git"].get("candidate_patches", {}) or ["patch"]),
     }
     runs = report.get("runs", [])
     expected = report["config"]["repeat"] * len(report["config"]["variants"])
@@ -882,7 +997,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{machine['load_average_end'][0]} at end; "
         f"peak RSS JVM {report['memory'].get('jvm_peak_rss_mib', '?')} MiB, "
         f"Python {report['memory']['python_peak_rss_mib']} MiB",
-        f"- dbt project built: {report['git']['built']} (HEAD {report['git']['head']}, "
+        f"- dbt project built: {report['git']['built']}"
+        + "".join(f" + {Path(p).name} ({h})" for p, h in report["git"].get("patches", {}).items())
+        + f" (HEAD {report['git']['head']}, "
         f"{len(report['git']['uncommitted'])} uncommitted change(s)), {report['started_at']}; medians of "
         f"{report['config']['repeat']} run(s) per variant; tables restored between runs by "
         "register_table of their post-initial-load metadata",
@@ -900,7 +1017,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {model} | {_num(seconds, 1)} | {_num(init['events_per_second'].get(model))} |")
     lines += [
         "",
-        "## The late batch, three ways (medians)",
+        f"## The late batch, {len(variants)} ways (medians)",
         "",
         "| | " + " | ".join(labels[v] for v in variants) + " |",
         "|---|" + "---:|" * len(variants),
@@ -967,15 +1084,26 @@ def render_markdown(report: dict[str, Any]) -> str:
             for node in sorted({n for v in variants for n in summary[v]["reads"][table]["rows_by_node"]})
         ],
         "",
-        "## Model time per variant, s (medians)",
+        "## Model time per variant (medians)",
+        "",
+        "Each cell: dbt's execution time of the model, s / Spark time of its queries, s (submission to",
+        "completion; analysis and planning are outside it) / number of Spark SQL queries it ran.",
         "",
         "| model | " + " | ".join(labels[v] for v in variants) + " |",
         "|---|" + "---:|" * len(variants),
     ]
     models = sorted({m for v in variants for m in summary[v]["models"]})
     models.sort(key=lambda m: -(summary[variants[0]]["models"].get(m) or 0))
+
+    def cell(variant: str, model: str) -> str:
+        queries = summary[variant].get("queries", {}).get(model) or {}
+        return (
+            f"{_num(summary[variant]['models'].get(model), 1)} / {_num(queries.get('spark_seconds'), 1)} / "
+            f"{_num(queries.get('queries'))}"
+        )
+
     for model in models:
-        lines.append(f"| {model} | " + " | ".join(_num(summary[v]["models"].get(model), 1) for v in variants) + " |")
+        lines.append(f"| {model} | " + " | ".join(cell(v, model) for v in variants) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -1046,6 +1174,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--git-ref",
         help="build the dbt project as committed at this ref (e.g. HEAD) instead of the working tree",
     )
+    parser.add_argument(
+        "--project-source",
+        type=Path,
+        help="build the dbt project found in this folder (a copy, another checkout) instead of the working tree",
+    )
+    parser.add_argument(
+        "--patch",
+        type=Path,
+        action="append",
+        default=[],
+        help="apply this diff (git diff format, paths from the repository root) to the copy of the "
+        "project the run builds, e.g. to measure a proposed change; repeatable",
+    )
+    parser.add_argument(
+        "--candidate-patch",
+        type=Path,
+        action="append",
+        default=[],
+        help=f"adds variant {PATCHED!r}: the incremental build of the project with this diff applied, "
+        "from the same starting tables (what a proposed change saves; gold must not change); repeatable",
+    )
     parser.add_argument("--schema", help="dbt target schema (default bench, bench_smoke)")
     parser.add_argument("--target", default="local", help="dbt target (profiles/profiles.yml)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where data, state and results go")
@@ -1054,10 +1203,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     preset = SMOKE if args.smoke else DEFAULT
+    if args.git_ref and args.project_source:
+        raise SystemExit("bench: --git-ref and --project-source are exclusive")
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"bench: unknown variant(s) {unknown}; choose from {VARIANTS}")
+    if args.candidate_patch:
+        variants += (PATCHED,)
     scale = Scale(
         days=args.days or preset["days"],
         events_per_day=args.events_per_day or preset["events_per_day"],
@@ -1073,6 +1226,9 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         variants=variants,
         with_tests=not (args.no_tests or args.smoke),
         git_ref=args.git_ref,
+        patches=tuple(args.patch),
+        candidate_patches=tuple(args.candidate_patch),
+        project_source=args.project_source.resolve() if args.project_source else None,
         select=args.select or (SMOKE_SELECT if args.smoke else None),
         target=args.target,
         table_format=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
@@ -1086,6 +1242,11 @@ def print_summary(report: dict[str, Any], paths: Sequence[Path]) -> None:
     print(render_markdown(report))
     for path in paths:
         print(f"bench: wrote {path}")
+    print(
+        "bench: to scale up: --days N --events-per-day N (more history), LATECOMER_DRIVER_MEMORY=12g, "
+        "or a cluster: LATECOMER_SPARK_MASTER=spark://host:7077 with LATECOMER_WAREHOUSE and "
+        "LATECOMER_METASTORE_URI on shared storage (python -m python_jobs.bench --help)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

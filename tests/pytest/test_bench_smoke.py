@@ -108,6 +108,32 @@ def test_incremental_reads_only_the_late_batch_from_bronze(bench_run):
     assert full["rows"] == full["scans"] * all_rows > 0
 
 
+def test_queries_are_counted_per_model(bench_run):
+    report = bench_run["report"]
+    for variant in bench.VARIANTS:
+        by_node = run_of(report, variant)["queries"]["by_node"]
+        for model in bench.CORE_MODELS:
+            assert by_node[model]["queries"] >= 1, (variant, model)
+            assert by_node[model]["spark_seconds"] > 0, (variant, model)
+    queries = run_of(report, "incremental")["queries"]["queries"]
+    assert any(q["node"] == GOLD and q["head"] == "ReplaceData" for q in queries), "the merge into gold"
+    assert report["summary"]["incremental"]["queries"][GOLD]["queries"] >= 1
+
+
+def test_patch_is_applied_to_the_project_copy(tmp_path):
+    project = tmp_path / "project"
+    (project / "macros").mkdir(parents=True)
+    (project / "macros" / "m.sql").write_text("select 1\n")
+    patch = tmp_path / "change.patch"
+    patch.write_text(
+        "--- a/macros/m.sql\n+++ b/macros/m.sql\n@@ -1 +1 @@\n-select 1\n+select 2\n",
+    )
+    bench.apply_patch(project, patch)
+    assert (project / "macros" / "m.sql").read_text() == "select 2\n"
+    with pytest.raises(RuntimeError, match="does not apply"):
+        bench.apply_patch(project, patch)
+
+
 def test_results_are_written(bench_run):
     data = json.loads(Path(bench_run["json"]).read_text())
     assert data["machine"]["cpu_count"] >= 1
@@ -119,6 +145,7 @@ def test_results_are_written(bench_run):
     assert data["initial_load"]["events_per_second"]["ingest"] > 0
     markdown = Path(bench_run["md"]).read_text()
     assert "| dbt build, s |" in markdown
+    assert "## Model time per variant" in markdown
     assert f"{GOLD}: partitions written / total" in markdown
     latest = Path(bench_run["json"]).parent / "latest-smoke.json"
     assert json.loads(latest.read_text())["started_at"] == data["started_at"]
