@@ -123,6 +123,15 @@ def changed_points(changes: DataFrame) -> DataFrame:
     return now.unionByName(before).where(F.col("user_id").isNotNull() & F.col("point_ts").isNotNull()).distinct()
 
 
+def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list:
+    """UTC dates spanned by the touched sessions and dates of the changed points."""
+    spans = touched.select(
+        F.explode(F.sequence(F.to_date("session_start_ts"), F.to_date("session_end_ts"))).alias("event_date")
+    )
+    at_points = points.select(F.to_date("point_ts").alias("event_date"))
+    return [row.event_date for row in spans.unionByName(at_points).distinct().collect()]
+
+
 def resessionize(
     sessions: DataFrame,
     silver_events: DataFrame,
@@ -145,9 +154,13 @@ def resessionize(
         & (point_micros <= F.unix_micros("old.session_end_ts") + gap)
     )
     points = changed_points(changes)
-    touched = sessions.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi")
+    touched = sessions.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi").cache()
 
-    live = live_events(silver_events).alias("event")
+    # Every event to sessionize again lies in a touched session or is a changed
+    # event (at a changed point): reading only those event dates lets a table
+    # partitioned by event_date skip the rest of history.
+    dates = event_dates_to_read(touched, points)
+    live = live_events(silver_events.where(F.col("event_date").isin(dates))).alias("event")
     in_touched_session = (
         (F.col("event.user_id") == F.col("old.user_id"))
         & (F.col("event.event_ts") >= F.col("old.session_start_ts"))

@@ -2,10 +2,16 @@
     Before an append or a merge, the model's new rows are cached once, and when
     there are none the write is skipped: an empty MERGE or INSERT would still
     commit a new table version, and a run with nothing new must change no table.
-    A merge into a published table passes the publication gate first. -#}
+    A merge into a published table passes the publication gate first.
+
+    The rows are cached through a second temporary view, <source>__cached, that
+    keeps its analysed plan. Spark analyses dbt's __dbt_tmp view again at every
+    use, an analysed CTE never matches the plan that was cached, and so the
+    count, the gate and the write would each run the model's query again.
+    DDL goes through statement(): on Thrift it returns no result set. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
     {%- if strategy in ('append', 'merge') -%}
-        {%- do run_query('cache table ' ~ source ~ " options ('storageLevel' 'MEMORY_AND_DISK')") -%}
+        {%- set source = cache_new_rows(source) -%}
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
         {%- if new_rows == 0 -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
@@ -28,4 +34,20 @@
         {%- endif -%}
         {{ get_insert_overwrite_sql(source, target, existing) }}
     {%- endif -%}
+{% endmacro %}
+
+
+{% macro cache_new_rows(source) %}
+    {%- set cached = source.identifier ~ '__cached' -%}
+    {%- call statement('store_analysed_view_plans') -%}
+        set spark.sql.legacy.storeAnalyzedPlanForView = true
+    {%- endcall -%}
+    {%- call statement('create_cached_view') -%}
+        create or replace temporary view {{ cached }} as select * from {{ source }}
+    {%- endcall -%}
+    {%- call statement('reset_view_plans') -%}
+        reset spark.sql.legacy.storeAnalyzedPlanForView
+    {%- endcall -%}
+    {%- do run_query('cache table ' ~ cached ~ " options ('storageLevel' 'MEMORY_AND_DISK')") -%}
+    {{ return(cached) }}
 {% endmacro %}

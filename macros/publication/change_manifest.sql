@@ -32,10 +32,8 @@
     {%- set versions = table_versions(this) -%}
     {%- set after_version = versions[-1]['version'] if versions else none -%}
     {%- set before_version = versions[-2]['version'] if versions | length > 1 else none -%}
-    {%- set keys = config.get('unique_key') -%}
-    {%- set keys = [keys] if keys is string else keys -%}
-    {%- set partition = gate.get('partition') or config.get('partition_by') -%}
-    {%- set partition = partition if partition is string else partition[0] -%}
+    {%- set layout = gated_layout() -%}
+    {%- set keys, partition = layout['keys'], layout['partition'] -%}
     {%- set values = [] -%}
     {%- for column in adapter.get_columns_in_relation(this) -%}
         {%- if column.name | lower not in keys and column.name | lower not in publication_columns() -%}

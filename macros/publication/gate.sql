@@ -19,10 +19,8 @@
     {%- set gate = config.get('publication_gate') -%}
     {%- if not gate or not execute -%}{{ return(none) }}{%- endif -%}
     {%- set limits = var('publication_gate') -%}
-    {%- set keys = config.get('unique_key') -%}
-    {%- set keys = [keys] if keys is string else keys -%}
-    {%- set partition = gate.get('partition') or config.get('partition_by') -%}
-    {%- set partition = partition if partition is string else partition[0] -%}
+    {%- set layout = gated_layout() -%}
+    {%- set keys, partition = layout['keys'], layout['partition'] -%}
     {%- set measure = gate['measure'] -%}
     {%- set stats_sql -%}
         with published as (
@@ -30,7 +28,20 @@
         ),
 
         published_partitions as (
-            select distinct {{ partition }} as partition_value from published
+            select
+                {{ partition }} as partition_value,
+                count(*) as partition_rows,
+                coalesce(sum({{ measure }}), 0) as partition_total
+            from published
+            group by {{ partition }}
+        ),
+
+        published_summary as (
+            select
+                count(*) as published_partitions,
+                coalesce(sum(partition_rows), 0) as published_rows,
+                coalesce(sum(partition_total), 0) as published_total
+            from published_partitions
         ),
 
         incoming as (
@@ -47,15 +58,16 @@
         )
 
         select
-            (select count(*) from published_partitions) as published_partitions,
-            (select count(*) from published) as published_rows,
-            (select coalesce(sum({{ measure }}), 0) from published) as published_total,
+            first(published_summary.published_partitions) as published_partitions,
+            first(published_summary.published_rows) as published_rows,
+            first(published_summary.published_total) as published_total,
             count(distinct case when existed and not (new_measure <=> old_measure) then partition_value end)
                 as restated_partitions,
             count_if(not existed and in_published_partition) as added_rows,
             coalesce(sum(case when existed then new_measure - old_measure end), 0)
             + coalesce(sum(case when not existed and in_published_partition then new_measure end), 0) as total_delta
         from incoming
+        cross join published_summary
     {%- endset -%}
     {%- set row = run_query(stats_sql).rows[0] -%}
     {%- set published_partitions = row['published_partitions'] | int -%}
@@ -94,6 +106,17 @@
             ~ "--vars '{publication_gate_override: \"<why>\"}' (the override is audited), or adjust var publication_gate.") }}
     {%- endif -%}
     {{ log(model.name ~ ': publication gate overridden: ' ~ override, info=true) }}
+{% endmacro %}
+
+{#- The unique key (as a list) and the partition column of a gated gold
+    model: the gate's partition, else the first partition_by column. The gate
+    and the change manifest read the model the same way. -#}
+{% macro gated_layout() %}
+    {%- set keys = config.get('unique_key') -%}
+    {%- set partition = config.get('publication_gate').get('partition') or config.get('partition_by') -%}
+    {{ return({
+        'keys': [keys] if keys is string else keys,
+        'partition': partition if partition is string else partition[0]}) }}
 {% endmacro %}
 
 {#- The gate's append-only decision log (created by ensure_audit_tables, an

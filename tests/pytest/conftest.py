@@ -50,12 +50,17 @@ class Project:
     target: str = "local"
     target_path: Path = field(default_factory=lambda: ROOT / "target" / "pytest")
     project_dir: Path = ROOT
-    # dbt's log messages of the last invocation.
+    # dbt's log messages (not debug) of the last invocation.
     messages: list[str] = field(default_factory=list)
 
     def dbt(
-        self, *args: str, vars: dict[str, Any] | None = None, expect_ok: bool = True
+        self,
+        *args: str,
+        vars: dict[str, Any] | None = None,
+        expect_ok: bool = True,
+        target: str | None = None,
     ) -> dbtRunnerResult:
+        """dbt in-process; keeps dbt's non-debug log messages in ``messages``."""
         cli = [
             *args,
             "--project-dir",
@@ -63,7 +68,7 @@ class Project:
             "--profiles-dir",
             str(ROOT / "profiles"),
             "--target",
-            self.target,
+            target or self.target,
             "--target-path",
             str(self.target_path),
         ]
@@ -71,7 +76,9 @@ class Project:
             cli += ["--vars", json.dumps(vars)]
         os.environ["LATECOMER_SCHEMA"] = self.schema
         self.messages = []
-        result = dbtRunner(callbacks=[lambda event: self.messages.append(event.info.msg)]).invoke(cli)
+        result = dbtRunner(
+            callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)]
+        ).invoke(cli)
         if expect_ok and not result.success:
             failures = (
                 [

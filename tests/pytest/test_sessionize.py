@@ -21,6 +21,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from python_jobs.sessionize import daily_sessions, sessionize, update_sessions
 from tests.pytest.conftest import Project
@@ -124,7 +125,8 @@ def silver_frame(spark: SparkSession, events: list[Event], run_at: datetime) -> 
         )
         for e in events
     ]
-    return spark.createDataFrame(rows, SILVER_SCHEMA)
+    # event_date as silver derives it: the UTC date of event_ts.
+    return spark.createDataFrame(rows, SILVER_SCHEMA).withColumn("event_date", F.to_date("event_ts"))
 
 
 # ------------------------------------------------------------------ examples
@@ -436,6 +438,17 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     assert untouched_users, "the scenario must leave some users untouched"
     assert {sid for sid, user in by_user.items() if user in untouched_users} <= kept
     assert kept <= set(stamps[0])
+
+    # silver_sessions is merge-on-read (meta.merge_on_read): after the first
+    # build's table, the second build's merge and tombstone delete wrote
+    # delete files and removed no data file.
+    snapshots = project.sql(
+        "select summary from {schema}_silver.silver_sessions.snapshots order by committed_at"
+    )
+    later = [row.summary for row in snapshots[1:]]
+    assert later, "the second build must commit to silver_sessions"
+    assert all(int(summary.get("deleted-data-files", 0)) == 0 for summary in later), later
+    assert any(int(summary.get("added-delete-files", 0)) > 0 for summary in later), later
     assert any(stamp > first_build for stamp in stamps[1].values())
 
     # Nothing new: the sessions table gets no new snapshot.

@@ -10,16 +10,14 @@ macros is compared with what was actually published then.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from dbt.cli.main import dbtRunner
 
-from tests.pytest.conftest import ROOT, Project
+from tests.pytest.conftest import Project
 
 GOLD = "+gold_daily_revenue"
 # Restating a two-partition sample moves totals far beyond the publication
@@ -69,25 +67,10 @@ def history(project: Project) -> list[Entry]:
 
 
 def dbt(project: Project, *args: str, expect_ok: bool = True, target: str | None = None) -> tuple[Any, list[str]]:
-    """dbt in-process like Project.dbt, also returning dbt's log messages."""
-    messages: list[str] = []
-    cli = [
-        *args,
-        "--project-dir",
-        str(ROOT),
-        "--profiles-dir",
-        str(ROOT / "profiles"),
-        "--target",
-        target or project.target,
-        "--target-path",
-        str(project.target_path),
-    ]
-    os.environ["LATECOMER_SCHEMA"] = project.schema
-    result = dbtRunner(
-        callbacks=[lambda event: event.info.level != "debug" and messages.append(event.info.msg)]
-    ).invoke(cli)
-    assert result.success == expect_ok, "\n".join(messages[-15:])
-    return result, messages
+    """Project.dbt that also checks an expected failure, returning dbt's log messages."""
+    result = project.dbt(*args, expect_ok=False, target=target)
+    assert result.success == expect_ok, "\n".join(project.messages[-15:])
+    return result, project.messages
 
 
 def run_operation(project: Project, macro: str, expect_ok: bool = True, **args: Any) -> list[str]:

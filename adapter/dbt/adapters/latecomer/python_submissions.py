@@ -55,6 +55,29 @@ def split_compiled_code(compiled_code: str) -> tuple[str, str]:
     return model_code, match.group("relation")
 
 
+# Table properties that make MERGE and DELETE write what changed (delete files,
+# deletion vectors) instead of rewriting every data file holding a changed row.
+ROW_LEVEL_CHANGE_PROPERTIES = {
+    "iceberg": {
+        "write.merge.mode": "merge-on-read",
+        "write.update.mode": "merge-on-read",
+        "write.delete.mode": "merge-on-read",
+    },
+    "delta": {"delta.enableDeletionVectors": "true"},
+}
+
+
+def table_properties(config: dict[str, Any], file_format: str) -> dict[str, str]:
+    """The model's ``tblproperties``, after the row-level change properties of its
+    format when ``meta.merge_on_read`` is set (scattered small merges into a large
+    table that has no useful partitioning)."""
+    properties: dict[str, str] = {}
+    if (config.get("meta") or {}).get("merge_on_read"):
+        properties.update(ROW_LEVEL_CHANGE_PROPERTIES.get(file_format, {}))
+    properties.update({str(k): str(v) for k, v in (config.get("tblproperties") or {}).items()})
+    return properties
+
+
 def partition_columns(config: dict[str, Any]) -> list[str]:
     partition_by = config.get("partition_by") or []
     return [partition_by] if isinstance(partition_by, str) else list(partition_by)
@@ -115,6 +138,8 @@ class SessionPythonJobHelper(PythonJobHelper):
             from pyspark.sql import functions as F
 
             writer = writer.partitionedBy(*(F.col(name) for name in columns))
+        for key, value in table_properties(self.config, file_format).items():
+            writer = writer.tableProperty(key, value)
         writer.createOrReplace()
 
 
