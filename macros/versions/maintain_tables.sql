@@ -98,14 +98,15 @@
     {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
         {%- do current.update({row[0]: row[1] | string}) -%}
     {%- endfor -%}
-    {%- set changed = [] -%}
-    {%- set assignments = [] -%}
+    {%- set changed = {} -%}
     {%- for key, value in wanted.items() if current.get(key) != value -%}
-        {%- do changed.append(key) -%}
-        {%- do assignments.append("'" ~ key ~ "' = '" ~ value ~ "'") -%}
+        {%- do changed.update({key: value}) -%}
     {%- endfor -%}
     {%- if changed and not dry_run -%}
-        {%- do run_query('alter table ' ~ relation ~ ' set tblproperties (' ~ assignments | join(', ') ~ ')') -%}
+        {#- statement, not run_query: an ALTER returns no result set on Thrift. -#}
+        {%- call statement('set_retention_tblproperties') -%}
+            alter table {{ relation }} set tblproperties ({{ tblproperties_assignments(changed) }})
+        {%- endcall -%}
     {%- endif -%}
-    {{ return(changed) }}
+    {{ return(changed.keys() | list) }}
 {%- endmacro %}

@@ -67,8 +67,9 @@
     {%- endif -%}
     {%- do restore_relation(relation, target_entry.version) -%}
     {%- set restores = table_restores_relation(create=true) -%}
-    {%- do run_query(
-        "insert into " ~ restores ~ " select current_timestamp(), "
+    {#- statement, not run_query: an INSERT returns no result set on Thrift. -#}
+    {%- call statement('record_table_restore') -%}
+        {{ "insert into " ~ restores ~ " select current_timestamp(), "
         ~ sql_string(model) ~ ", "
         ~ sql_string(relation | string) ~ ", "
         ~ (sql_string(from_version) if from_version is not none else 'cast(null as string)') ~ ", "
@@ -77,7 +78,8 @@
         ~ sql_string(selectors[0]) ~ ", "
         ~ sql_string(reason) ~ ", "
         ~ sql_string(var('actor') | string) ~ ", "
-        ~ sql_string(current_invocation_id())) -%}
+        ~ sql_string(current_invocation_id()) }}
+    {%- endcall -%}
     {{ log('restore_table: ' ~ relation ~ ' restored from version ' ~ from_version ~ ' to version '
         ~ target_entry.version ~ ' (current from ' ~ target_entry.committed_at ~ ' UTC, ' ~ selectors[0]
         ~ '); recorded in ' ~ restores ~ '. Re-run with: dbt build --select ' ~ model ~ '+', info=true) }}

@@ -14,12 +14,17 @@
     {%- endif -%}
     {%- do properties.update(config.get('tblproperties') or {}) -%}
     {%- if properties %}
-    tblproperties (
-        {%- for key, value in properties.items() %}
-        '{{ key }}' = '{{ value }}'{% if not loop.last %},{% endif %}
-        {%- endfor %}
-    )
+    tblproperties ({{ tblproperties_assignments(properties) }})
     {%- endif %}
+{%- endmacro %}
+
+{#- 'key' = 'value', ... for a tblproperties clause. -#}
+{% macro tblproperties_assignments(properties) -%}
+    {%- set assignments = [] -%}
+    {%- for key, value in properties.items() -%}
+        {%- do assignments.append("'" ~ key ~ "' = '" ~ value ~ "'") -%}
+    {%- endfor -%}
+    {{ return(assignments | join(', ')) }}
 {%- endmacro %}
 
 {#- The relation of audit table `table_restores` (append-only log of
@@ -29,11 +34,6 @@
         schema=generate_schema_name('audit', none) | trim, identifier='table_restores', type='table') -%}
     {%- if create -%}
         {%- do adapter.create_schema(relation) -%}
-        {%- set properties = retention_tblproperties() -%}
-        {%- set property_sql = [] -%}
-        {%- for key, value in properties.items() -%}
-            {%- do property_sql.append("'" ~ key ~ "' = '" ~ value ~ "'") -%}
-        {%- endfor -%}
         {#- statement, not run_query: a DDL returns no result set on Thrift. -#}
         {%- call statement('create_table_restores') -%}
             {{ "create table if not exists " ~ relation ~ " (
@@ -49,7 +49,7 @@
                 invocation_id string
             ) using " ~ target.table_format ~ "
             comment 'Append-only log of table restores (dbt run-operation restore_table)'
-            tblproperties (" ~ property_sql | join(', ') ~ ")" }}
+            tblproperties (" ~ tblproperties_assignments(retention_tblproperties()) ~ ")" }}
         {%- endcall -%}
     {%- endif -%}
     {{ return(relation) }}
