@@ -28,7 +28,7 @@ test: install lint
 	$(BIN)/python -m pytest
 
 lint: install
-	$(BIN)/ruff check python_jobs adapter tests lint
+	$(BIN)/ruff check python_jobs tooling adapter tests lint
 	$(BIN)/sqlfluff lint models snapshots tests
 
 docs: install
@@ -43,10 +43,10 @@ thrift-stop: install
 
 ## bench: synthetic 60-day history; restatement cost, incremental vs full refresh vs static lookback
 bench: install
-	$(BIN)/python -m python_jobs.bench $(BENCH_ARGS)
+	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 
 bench-smoke: install
-	$(BIN)/python -m python_jobs.bench --smoke
+	$(BIN)/python -m tooling.bench --smoke
 
 ## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
 steward: install

@@ -16,34 +16,38 @@ from typing import Any
 
 import pytest
 
-from python_jobs import bench
-from python_jobs.synthetic import Scale
+from tooling.bench.config import CORE_MODELS, GOLD_MODEL, SMOKE, SMOKE_SELECT, VARIANTS, BenchConfig
+from tooling.bench.project import apply_patch
+from tooling.bench.report import write_results
+from tooling.bench.runner import run_benchmark
+from tooling.bench.state import drop_schemas
+from tooling.synthetic import Scale
 
 SCHEMA = "t_bench_smoke"
-SCALE = Scale(days=bench.SMOKE["days"], events_per_day=bench.SMOKE["events_per_day"], k=3)
-LOOKBACK_DAYS = bench.SMOKE["lookback_days"]
-GOLD = bench.GOLD_MODEL
+SCALE = Scale(days=SMOKE["days"], events_per_day=SMOKE["events_per_day"], k=3)
+LOOKBACK_DAYS = SMOKE["lookback_days"]
+GOLD = GOLD_MODEL
 
 
 @pytest.fixture(scope="module")
 def bench_run(spark, tmp_path_factory) -> dict[str, Any]:
     results_dir = tmp_path_factory.mktemp("bench_results")
-    cfg = bench.BenchConfig(
+    cfg = BenchConfig(
         scale=SCALE,
         schema=SCHEMA,
         repeat=1,
         lookback_days=LOOKBACK_DAYS,
         with_tests=False,
-        select=bench.SMOKE_SELECT,
+        select=SMOKE_SELECT,
         results_dir=results_dir,
         mode="smoke",
         log=lambda message: None,
     )
-    bench.drop_schemas(spark, SCHEMA)
-    report = bench.run_benchmark(spark, cfg)
-    json_path, md_path = bench.write_results(report, results_dir)
+    drop_schemas(spark, SCHEMA)
+    report = run_benchmark(spark, cfg)
+    json_path, md_path = write_results(report, results_dir)
     yield {"report": report, "json": json_path, "md": md_path}
-    bench.drop_schemas(spark, SCHEMA)
+    drop_schemas(spark, SCHEMA)
 
 
 def run_of(report: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -90,7 +94,7 @@ def test_lookback_rewrites_its_whole_window(bench_run):
 
 def test_variants_agree_on_gold(bench_run):
     report = bench_run["report"]
-    prints = {v: run_of(report, v)["gold_fingerprint"] for v in bench.VARIANTS}
+    prints = {v: run_of(report, v)["gold_fingerprint"] for v in VARIANTS}
     assert prints["incremental"] == prints["lookback"] == prints["full_refresh"]
     assert report["summary"]["all_variants_same_gold"] is True
 
@@ -110,9 +114,9 @@ def test_incremental_reads_only_the_late_batch_from_bronze(bench_run):
 
 def test_queries_are_counted_per_model(bench_run):
     report = bench_run["report"]
-    for variant in bench.VARIANTS:
+    for variant in VARIANTS:
         by_node = run_of(report, variant)["queries"]["by_node"]
-        for model in bench.CORE_MODELS:
+        for model in CORE_MODELS:
             assert by_node[model]["queries"] >= 1, (variant, model)
             assert by_node[model]["spark_seconds"] > 0, (variant, model)
     queries = run_of(report, "incremental")["queries"]["queries"]
@@ -128,18 +132,18 @@ def test_patch_is_applied_to_the_project_copy(tmp_path):
     patch.write_text(
         "--- a/macros/m.sql\n+++ b/macros/m.sql\n@@ -1 +1 @@\n-select 1\n+select 2\n",
     )
-    bench.apply_patch(project, patch)
+    apply_patch(project, patch)
     assert (project / "macros" / "m.sql").read_text() == "select 2\n"
     with pytest.raises(RuntimeError, match="does not apply"):
-        bench.apply_patch(project, patch)
+        apply_patch(project, patch)
 
 
 def test_results_are_written(bench_run):
     data = json.loads(Path(bench_run["json"]).read_text())
     assert data["machine"]["cpu_count"] >= 1
     assert data["machine"]["memory_gib"] > 0
-    assert set(data["summary"]) >= set(bench.VARIANTS)
-    for variant in bench.VARIANTS:
+    assert set(data["summary"]) >= set(VARIANTS)
+    for variant in VARIANTS:
         assert data["summary"][variant]["build_seconds"] > 0
         assert data["summary"][variant]["models"]["silver_events"] > 0
     assert data["initial_load"]["events_per_second"]["ingest"] > 0

@@ -1,4 +1,4 @@
-"""Synthetic store history for the benchmark (python -m python_jobs.bench).
+"""Synthetic store history for the benchmark (python -m tooling.bench).
 
 Writes NDJSON landing files in the ingest contract (see python_jobs.ingest),
 with the mix of the sample data at any scale:

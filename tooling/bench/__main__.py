@@ -1,0 +1,5 @@
+import sys
+
+from tooling.bench.cli import main
+
+sys.exit(main())

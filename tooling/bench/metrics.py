@@ -1,0 +1,196 @@
+"""Spark SQL metrics of a run: what each query read and how long it ran.
+
+Spark keeps, per SQL execution (a query or statement), its plan graph and
+the values of its metrics in the SQL status store; :class:`ScanMetrics`
+reads them for every execution since :meth:`ScanMetrics.start`. Executions
+are attributed to dbt nodes (or floor steps) through the Spark job
+description (:class:`NodeTagger`, :func:`tagged`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+JOB_PREFIX = "dbt node "
+# Tables whose reads are measured: the landing table, and the two silver
+# tables every incremental run reads from.
+READ_TABLES = ("bronze_events", "silver_event_arrivals", "silver_events")
+
+
+class NodeTagger:
+    """dbt event callback: while a node runs, Spark jobs started from its
+    thread carry the description ``dbt node <name>``, so the SQL executions
+    (and what they read) can be attributed to models."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def __call__(self, event: Any) -> None:
+        name = event.info.name
+        if name not in ("NodeStart", "NodeFinished"):
+            return
+        try:
+            node = event.data.node_info.node_name
+            self.spark.sparkContext.setJobDescription(f"{JOB_PREFIX}{node}" if name == "NodeStart" else None)
+        except Exception:  # attribution is a nicety; never break the run
+            pass
+
+
+@contextmanager
+def tagged(spark: SparkSession, node: str) -> Iterator[None]:
+    """Attribute the Spark queries run inside the block to ``node``, as
+    :class:`NodeTagger` does for a dbt node."""
+    spark.sparkContext.setJobDescription(f"{JOB_PREFIX}{node}")
+    try:
+        yield
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+
+
+class ScanMetrics:
+    """Rows, files and bytes read from some tables, from the SQL metrics of the
+    Iceberg BatchScan nodes of every query run since :meth:`start`, in total
+    and per dbt node (see :class:`NodeTagger`)."""
+
+    WANTED = {
+        "number of output rows": "rows",
+        "number of result data files": "files",
+        "total data file size (bytes)": "bytes",
+    }
+
+    def __init__(self, spark: SparkSession, tables: Sequence[str] = READ_TABLES) -> None:
+        self.spark = spark
+        self.tables = tuple(tables)
+        self.store = spark._jsparkSession.sharedState().statusStore()
+        self.first = 0
+        self.last_queries: dict[str, Any] = {}
+
+    def _executions(self) -> dict[int, Any]:
+        """Execution id -> Spark's SQLExecutionUIData (a py4j object)."""
+        executions = self.store.executionsList()
+        out = {}
+        for i in range(executions.size()):
+            execution = executions.apply(i)
+            out[execution.executionId()] = execution
+        return out
+
+    def start(self) -> None:
+        self.first = max(self._executions(), default=-1) + 1
+
+    def _drain(self) -> None:
+        try:
+            self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(30_000)
+        except Exception:
+            time.sleep(2)
+
+    def _table_of(self, node_name: str) -> str | None:
+        if not node_name.startswith("BatchScan"):
+            return None
+        return next((t for t in self.tables if node_name.endswith(f".{t}")), None)
+
+    def collect(self) -> dict[str, dict[str, Any]]:
+        self._drain()
+        # accumulator -> (table, metric, value, dbt node)
+        seen: dict[int, tuple[str, str, int, str]] = {}
+        executions = {i: e for i, e in self._executions().items() if i >= self.first}
+        for execution_id, execution in sorted(executions.items()):
+            node_name = _node_of(execution)
+            graph = self.store.planGraph(execution_id)
+            values = self.store.executionMetrics(execution_id)
+            nodes = graph.allNodes()
+            for j in range(nodes.size()):
+                node = nodes.apply(j)
+                table = self._table_of(node.name())
+                if table is None:
+                    continue
+                metrics = node.metrics()
+                for k in range(metrics.size()):
+                    metric = metrics.apply(k)
+                    key = self.WANTED.get(metric.name())
+                    value = values.get(metric.accumulatorId())
+                    if key is None or not value.isDefined():
+                        continue
+                    number = _metric_number(value.get())
+                    old = seen.get(metric.accumulatorId())
+                    # A cached plan shows its scan (same accumulator) again in
+                    # later queries that read the cache: count it once.
+                    if number and (old is None or number > old[2]):
+                        seen[metric.accumulatorId()] = (table, key, number, old[3] if old else node_name)
+        out: dict[str, dict[str, Any]] = {
+            t: {"rows": 0, "files": 0, "bytes": 0, "scans": 0, "by_node": {}} for t in self.tables
+        }
+        for table, key, number, node_name in seen.values():
+            out[table][key] += number
+            node = out[table]["by_node"].setdefault(node_name, {"rows": 0, "files": 0, "bytes": 0, "scans": 0})
+            node[key] += number
+            if key == "rows":
+                out[table]["scans"] += 1
+                node["scans"] += 1
+        # Spark keeps the metrics of the last spark.sql.ui.retainedExecutions
+        # queries only: when the first of this run is gone, totals are short.
+        complete = not executions or min(executions) <= self.first
+        for table in self.tables:
+            out[table]["complete"] = complete
+            out[table]["queries"] = len(executions)
+        self.last_queries = _query_stats(self.store, executions.values())
+        return out
+
+
+def _node_of(execution: Any) -> str:
+    description = execution.description() or ""
+    return description[len(JOB_PREFIX) :] if description.startswith(JOB_PREFIX) else "(other)"
+
+
+# Plan nodes that say nothing about what a query does.
+_WRAPPERS = ("AdaptiveSparkPlan", "WholeStageCodegen", "AQEShuffleRead", "ColumnarToRow", "InputAdapter")
+
+
+def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
+    """Spark SQL queries per dbt node: how many (top-level executions: a
+    statement's nested executions, e.g. the job a CACHE TABLE runs, count
+    with it), their Spark time (submission to completion; analysis and
+    planning before submission are not in it), jobs, and one line per query
+    (node, seconds, jobs, first plan operator, tables scanned, whether it read
+    a cached relation); ``spark_seconds`` is the Spark time of them all."""
+    by_node: dict[str, dict[str, Any]] = {}
+    queries = []
+    for execution in executions:
+        node = _node_of(execution)
+        completion = execution.completionTime()
+        millis = completion.get().getTime() - execution.submissionTime() if completion.isDefined() else 0
+        jobs = execution.jobs().size()
+        top = execution.rootExecutionId() in (-1, execution.executionId())
+        stats = by_node.setdefault(node, {"queries": 0, "spark_seconds": 0.0, "jobs": 0})
+        stats["spark_seconds"] += millis / 1000 if top else 0.0
+        stats["jobs"] += jobs
+        stats["queries"] += 1 if top else 0
+        graph = store.planGraph(execution.executionId()).allNodes()
+        names = [graph.apply(j).name() for j in range(graph.size())]
+        head = next((n for n in names if not n.startswith(_WRAPPERS)), names[0] if names else "?")
+        queries.append(
+            {
+                "node": node,
+                "seconds": round(millis / 1000, 3),
+                "jobs": jobs,
+                "nested": not top,
+                "head": head,
+                # Scans of a cached relation's own plan are listed under it (not re-run).
+                "scans": sorted({n.split(" ")[-1] for n in names if n.startswith("BatchScan")}),
+                "reads_cache": any(n.startswith("Scan In-memory table") for n in names),
+            }
+        )
+    total = sum(stats["spark_seconds"] for stats in by_node.values())
+    for stats in by_node.values():
+        stats["spark_seconds"] = round(stats["spark_seconds"], 3)
+    return {"by_node": by_node, "queries": queries, "spark_seconds": round(total, 3)}
+
+
+def _metric_number(text: str) -> int | None:
+    cleaned = text.replace(",", "").strip()
+    return int(cleaned) if cleaned.isdigit() else None
+

@@ -1,0 +1,261 @@
+"""The report of a run: medians per variant, rendered as Markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tooling.bench.config import PATCHED
+from tooling.bench.metrics import READ_TABLES
+
+
+@dataclass
+class Measurement:
+    variant: str
+    repeat: int
+    seconds: float
+    nodes: dict[str, dict[str, Any]]
+    tables: dict[str, dict[str, Any]]
+    bronze_read: dict[str, Any]
+    reads: dict[str, dict[str, Any]]
+    gold_fingerprint: dict[str, Any]
+    snapshots: dict[str, list[dict]] = field(default_factory=dict)
+    queries: dict[str, Any] = field(default_factory=dict)
+    lookback_window: list[str] | None = None
+    failed_nodes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.__dict__
+
+
+def _median(values: Iterable[float | int | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for variant in variants:
+        runs = [m for m in measurements if m.variant == variant]
+        if not runs:
+            continue
+        models = sorted({n for m in runs for n, v in m.nodes.items() if v["type"] == "model"})
+        tables = sorted({t for m in runs for t in m.tables})
+        summary[variant] = {
+            "n": len(runs),
+            "build_seconds": _median(m.seconds for m in runs),
+            "model_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] == "model") for m in runs),
+            "test_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] != "model") for m in runs),
+            "models": {name: _median(m.nodes.get(name, {}).get("seconds") for m in runs) for name in models},
+            "queries": {
+                name: {
+                    key: _median(m.queries.get("by_node", {}).get(name, {}).get(key) for m in runs)
+                    for key in ("queries", "spark_seconds", "jobs")
+                }
+                for name in models
+            },
+            "tables": {
+                name: {
+                    key: _median(m.tables.get(name, {}).get(key) for m in runs)
+                    for key in (
+                        "partitions_written",
+                        "partitions_rewritten",
+                        "partitions_total",
+                        "bytes_written",
+                        "records_written",
+                        "files_added",
+                    )
+                }
+                for name in tables
+            },
+            "bronze_rows_read": _median(m.bronze_read["rows"] for m in runs),
+            "bronze_bytes_read": _median(m.bronze_read["bytes"] for m in runs),
+            "reads": {
+                table: {
+                    "rows": _median(m.reads[table]["rows"] for m in runs),
+                    "bytes": _median(m.reads[table]["bytes"] for m in runs),
+                    "scans": _median(m.reads[table]["scans"] for m in runs),
+                    "rows_by_node": {
+                        node: _median(m.reads[table]["by_node"].get(node, {}).get("rows", 0) for m in runs)
+                        for node in sorted({n for m in runs for n in m.reads[table]["by_node"]})
+                    },
+                }
+                for table in READ_TABLES
+            },
+            "gold_fingerprints_agree": len({json.dumps(m.gold_fingerprint) for m in runs}) == 1,
+        }
+    prints = {json.dumps(m.gold_fingerprint, sort_keys=True) for m in measurements}
+    summary["all_variants_same_gold"] = len(prints) == 1 if prints else None
+    return summary
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.1f}"
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    data = report["data"]
+    scale = data["scale"]
+    machine = report["machine"]
+    init = report["initial_load"]
+    summary = report["summary"]
+    variants = [v for v in report["config"]["variants"] if v in summary]
+    lookback = report["config"]["lookback_days"]
+    labels = {
+        "incremental": "incremental",
+        "lookback": f"lookback {lookback}d",
+        "full_refresh": "full refresh",
+        PATCHED: "incremental + "
+        + ", ".join(Path(p).stem for p in report["git"].get("candidate_patches", {}) or ["patch"]),
+    }
+    runs = report.get("runs", [])
+    expected = report["config"]["repeat"] * len(report["config"]["variants"])
+    lines = [
+        f"# latecomer restatement benchmark ({report['mode']})",
+        "",
+        *([] if report.get("complete") else [f"**Incomplete: {len(runs)} of {expected} runs so far.**", ""]),
+        f"- history: {scale['days']} event days x {scale['events_per_day']:,} events/day "
+        f"= {init['ingest']['rows']:,} bronze rows in {data['history_files']} files; "
+        f"late batch: {report['late_batch']['ingest']['rows']:,} rows touching "
+        f"k={report['late_batch']['k']} partitions ({', '.join(report['late_batch']['dates'])})",
+        f"- machine: {machine['cpu_count']} cores, {machine['memory_gib']} GiB, "
+        f"Spark {machine['spark']} {machine['spark_master']}, driver {machine['driver_memory']}; "
+        f"load average {machine['load_average_start'][0]} at start, "
+        f"{machine['load_average_end'][0]} at end; "
+        f"peak RSS JVM {report['memory'].get('jvm_peak_rss_mib', '?')} MiB, "
+        f"Python {report['memory']['python_peak_rss_mib']} MiB",
+        f"- dbt project built: {report['git']['built']}"
+        + "".join(f" + {Path(p).name} ({h})" for p, h in report["git"].get("patches", {}).items())
+        + f" (HEAD {report['git']['head']}, "
+        f"{len(report['git']['uncommitted'])} uncommitted change(s)), {report['started_at']}; medians of "
+        f"{report['config']['repeat']} run(s) per variant; tables restored between runs by "
+        "register_table of their post-initial-load metadata",
+        "",
+        "## Initial load (one run)",
+        "",
+        "| step | seconds | events/s |",
+        "|---|---:|---:|",
+        f"| ingest ({init['ingest']['calls']} calls) | {init['ingest']['seconds']:,.1f} | "
+        f"{_num(init['events_per_second']['ingest'])} |",
+        f"| dbt build (all) | {init['dbt_build_seconds']:,.1f} | {_num(init['events_per_second']['dbt_build'])} |",
+    ]
+    for model in ("silver_event_arrivals", "silver_events"):
+        seconds = init["nodes"].get(model, {}).get("seconds")
+        lines.append(f"| {model} | {_num(seconds, 1)} | {_num(init['events_per_second'].get(model))} |")
+    lines += [
+        "",
+        f"## The late batch, {len(variants)} ways (medians)",
+        "",
+        "| | " + " | ".join(labels[v] for v in variants) + " |",
+        "|---|" + "---:|" * len(variants),
+    ]
+
+    def row(label: str, fn: Callable[[dict], str]) -> None:
+        lines.append(f"| {label} | " + " | ".join(fn(summary[v]) for v in variants) + " |")
+
+    row("dbt build, s", lambda s: _num(s["build_seconds"], 1))
+    row("models, s", lambda s: _num(s["model_seconds"], 1))
+    row("tests and snapshot, s", lambda s: _num(s["test_seconds"], 1))
+    gold_tables = sorted({t for v in variants for t, st in summary[v]["tables"].items() if t.startswith("gold")})
+    for table in gold_tables:
+        row(
+            f"{table}: partitions written / total",
+            lambda s, t=table: (
+                f"{_num(s['tables'].get(t, {}).get('partitions_written'))} / "
+                f"{_num(s['tables'].get(t, {}).get('partitions_total'))}"
+            ),
+        )
+        row(
+            f"{table}: MB written",
+            lambda s, t=table: _mb(s["tables"].get(t, {}).get("bytes_written")),
+        )
+    row(
+        "silver_events: partitions written",
+        lambda s: _num(s["tables"].get("silver_events", {}).get("partitions_written")),
+    )
+    row(
+        "silver_events: MB written",
+        lambda s: _mb(s["tables"].get("silver_events", {}).get("bytes_written")),
+    )
+    row(
+        "all silver+gold: MB written",
+        lambda s: _mb(sum(t.get("bytes_written") or 0 for t in s["tables"].values())),
+    )
+    for table in READ_TABLES:
+        row(
+            f"{table}: rows read (scans)",
+            lambda s, t=table: f"{_num(s['reads'][t]['rows'])} ({_num(s['reads'][t]['scans'])})",
+        )
+    row("bronze MB read", lambda s: _mb(s["bronze_bytes_read"]))
+    lines += [
+        "",
+        f"Gold fingerprint identical across variants: {summary.get('all_variants_same_gold')}.",
+        *(
+            [
+                "Nodes that failed or were skipped (data tests, or models off the late-arrival path; "
+                f"not fatal): {sorted({t for r in runs for t in r['failed_nodes']})}"
+            ]
+            if any(r["failed_nodes"] for r in runs)
+            else []
+        ),
+        "",
+        "## Rows read per model (medians)",
+        "",
+        "| table: model | " + " | ".join(labels[v] for v in variants) + " |",
+        "|---|" + "---:|" * len(variants),
+        *[
+            f"| {table}: {node} | "
+            + " | ".join(_num(summary[v]["reads"][table]["rows_by_node"].get(node)) for v in variants)
+            + " |"
+            for table in READ_TABLES
+            for node in sorted({n for v in variants for n in summary[v]["reads"][table]["rows_by_node"]})
+        ],
+        "",
+        "## Model time per variant (medians)",
+        "",
+        "Each cell: dbt's execution time of the model, s / Spark time of its queries, s (submission to",
+        "completion; analysis and planning are outside it) / number of Spark SQL queries it ran.",
+        "",
+        "| model | " + " | ".join(labels[v] for v in variants) + " |",
+        "|---|" + "---:|" * len(variants),
+    ]
+    models = sorted({m for v in variants for m in summary[v]["models"]})
+    models.sort(key=lambda m: -(summary[variants[0]]["models"].get(m) or 0))
+
+    def cell(variant: str, model: str) -> str:
+        queries = summary[variant].get("queries", {}).get(model) or {}
+        return (
+            f"{_num(summary[variant]['models'].get(model), 1)} / {_num(queries.get('spark_seconds'), 1)} / "
+            f"{_num(queries.get('queries'))}"
+        )
+
+    for model in models:
+        lines.append(f"| {model} | " + " | ".join(cell(v, model) for v in variants) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_results(report: dict[str, Any], results_dir: Path) -> tuple[Path, Path]:
+    """Write the report as JSON and Markdown, named after its mode and start
+    time (rewritten as a run progresses); a complete report is also copied to
+    latest-<mode>.json / .md."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.fromisoformat(report["started_at"]).strftime("%Y%m%dT%H%M%SZ")
+    base = results_dir / f"bench-{report['mode']}-{stamp}"
+    json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
+    json_path.write_text(json.dumps(report, indent=1, default=str))
+    md_path.write_text(render_markdown(report))
+    if report.get("complete"):
+        shutil.copyfile(json_path, results_dir / f"latest-{report['mode']}.json")
+        shutil.copyfile(md_path, results_dir / f"latest-{report['mode']}.md")
+    return json_path, md_path
+
