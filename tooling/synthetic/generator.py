@@ -4,7 +4,9 @@ Writes NDJSON landing files in the ingest contract (see python_jobs.ingest),
 with the mix of the sample data at any scale:
 
 * one file per arrival day and source (web and mobile; a few mobile events
-  come without event_id, so they get surrogate keys);
+  come without event_id, so they get surrogate keys); the files of
+  ``landing_days`` consecutive arrival days land together, at the midnight
+  after the last of them (one ingest call per landing and source);
 * most events arrive in the file of their own event day, some 1-3 days late,
   a few 4-20 days late, a very few beyond the 30-day watermark (quarantined);
 * duplicates within a file and re-deliveries in a later file;
@@ -19,6 +21,12 @@ corrections and deletions of earlier events, a correction moving an event from
 one chosen date to another, re-deliveries of earlier lines, duplicates within
 the batch, plus malformed and null-key lines (quarantined, no partition).
 
+Every history ends on the same day (:data:`LAST_DAY`) and a longer one reaches
+further back: a day's events depend on its date and the seed only, so
+histories of different lengths share their recent days, and the late batch
+(k dates before the end) is the same bytes for every length. A history sweep
+then changes nothing but the history behind the late batch.
+
 Deterministic: the same :class:`Scale` gives the same bytes, so a generated
 history can be reused between runs (see :func:`generate`).
 """
@@ -26,17 +34,20 @@ history can be reused between runs (see :func:`generate`).
 from __future__ import annotations
 
 import json
+import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
-_EPOCH_NAIVE = EPOCH.replace(tzinfo=None)
 DAY = 86_400
-GENERATOR_VERSION = 2
+# Days are numbered from EPOCH; every history ends on day LAST_DAY (2025-12-30).
+MAX_DAYS = 730
+LAST_DAY = MAX_DAYS - 1
+GENERATOR_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -87,15 +98,28 @@ class Scale:
     k: int = 3  # event-date partitions the late batch touches
     late_events_per_partition: int | None = None  # default: 0.5% of a day, at least 30
     seed: int = 7
+    # Arrival days landed together. At most 7: an event 20 days late then
+    # still lands inside the 30-day watermark.
+    landing_days: int = 7
     mix: Mix = field(default_factory=Mix)
 
     def __post_init__(self) -> None:
-        if self.days < 2:
-            raise ValueError("days must be at least 2")
+        if not 2 <= self.days <= MAX_DAYS:
+            raise ValueError(f"days must be between 2 and {MAX_DAYS}")
         if not 1 <= self.k <= min(self.days, 23):
             raise ValueError(f"k must be between 1 and {min(self.days, 23)}")
         if self.events_per_day < 100:
             raise ValueError("events_per_day must be at least 100")
+        if not 1 <= self.landing_days <= 7:
+            raise ValueError("landing_days must be between 1 and 7")
+
+    @property
+    def first_day(self) -> int:
+        return LAST_DAY - self.days + 1
+
+    @property
+    def last_day(self) -> int:
+        return LAST_DAY
 
     @property
     def users(self) -> int:
@@ -112,43 +136,46 @@ class Scale:
         return (EPOCH + timedelta(days=day)).date()
 
     def arrival_ts(self, arrival_day: int) -> datetime:
-        """History files of arrival day ``a`` land at the following midnight (UTC)."""
-        return EPOCH + timedelta(days=arrival_day + 1)
+        """When the file of arrival day ``a`` lands: at the midnight (UTC) after
+        the last day of its landing, the landings counted back from the last
+        day, so that one always ends a landing."""
+        landing_end = self.last_day - (self.last_day - arrival_day) // self.landing_days * self.landing_days
+        return EPOCH + timedelta(days=landing_end + 1)
 
     @property
     def late_arrival_ts(self) -> datetime:
         """The late batch lands the day after the last history file, so its
         arrival-date partition of bronze holds nothing else."""
-        return EPOCH + timedelta(days=self.days + 1, hours=6)
+        return EPOCH + timedelta(days=self.last_day + 2, hours=6)
 
     @property
     def initial_as_of(self) -> datetime:
         """As-of of the initial build (after the last history file landed)."""
-        return EPOCH + timedelta(days=self.days + 1, minutes=30)
+        return EPOCH + timedelta(days=self.last_day + 2, minutes=30)
 
     @property
     def late_as_of(self) -> datetime:
         """As-of of the late-batch builds. No live/preliminary/final boundary
         (always midnight UTC) lies between it and ``initial_as_of``, so no
         partition's status moves: only the late batch restates gold."""
-        return EPOCH + timedelta(days=self.days + 1, hours=6, minutes=30)
+        return EPOCH + timedelta(days=self.last_day + 2, hours=6, minutes=30)
 
     @property
     def late_days(self) -> list[int]:
         """The k event days the late batch touches, oldest first: spread evenly
         over the 22 days before the last history day (inside the 30-day
-        watermark): 1, 12 and 22 days before it for k=3 and 60 days."""
+        watermark): 1, 12 and 22 days before it for k=3."""
         span = min(self.days, 23)
         pool = list(range(1, span)) if self.k < span else list(range(span))
         step = (len(pool) - 1) / max(self.k - 1, 1)
         offsets = [pool[round(i * step)] for i in range(self.k)]
-        return sorted(self.days - 1 - o for o in set(offsets))
+        return sorted(self.last_day - o for o in set(offsets))
 
     def key(self) -> str:
         """Folder name identifying the generated bytes."""
         return (
             f"v{GENERATOR_VERSION}_d{self.days}_e{self.events_per_day}_k{self.k}"
-            f"_l{self.late_per_partition}_s{self.seed}"
+            f"_l{self.late_per_partition}_s{self.seed}_g{self.landing_days}"
         )
 
 
@@ -186,14 +213,31 @@ class History:
         }
 
 
+# "HH:MM:SS" of every second of a day.
+_CLOCK = tuple(f"{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}" for s in range(DAY))
+
+
+@lru_cache(maxsize=4096)
+def _date_text(day: int) -> str:
+    return (EPOCH + timedelta(days=day)).date().isoformat()
+
+
 def _ts_text(epoch_seconds: int, offset: tuple[int, str]) -> str:
+    """Local time at ``offset`` of a UTC instant, ISO-8601 with the offset."""
     minutes, suffix = offset
-    local = _EPOCH_NAIVE + timedelta(seconds=epoch_seconds + minutes * 60)
-    return local.isoformat() + suffix
+    day, second = divmod(epoch_seconds + minutes * 60, DAY)
+    return f"{_date_text(day)}T{_CLOCK[second]}{suffix}"
 
 
-def _amount(cents: int) -> str:
-    return f"{cents // 100}.{cents % 100:02d}"
+def _line(event_id: str | None, event_type: str, user_id: str | None, cents: int | None, ts_text: str) -> str:
+    """One event as a JSON line (fields in the order the sources send them)."""
+    text = f'{{"event_id": "{event_id}", ' if event_id is not None else "{"
+    text += f'"event_type": "{event_type}", '
+    if user_id is not None:
+        text += f'"user_id": "{user_id}", '
+    if cents is not None:
+        text += f'"amount": {cents // 100}.{cents % 100:02d}, '
+    return f'{text}"event_ts": "{ts_text}"}}\n'
 
 
 @dataclass
@@ -207,44 +251,50 @@ class _Event:
     offset: tuple[int, str]
 
     def line(self, **extra: object) -> str:
-        parts = []
-        if self.event_id is not None:
-            parts.append(f'"event_id": "{self.event_id}"')
-        parts.append(f'"event_type": "{self.event_type}"')
-        if self.user_id is not None:
-            parts.append(f'"user_id": "{self.user_id}"')
-        if self.cents is not None:
-            parts.append(f'"amount": {_amount(self.cents)}')
-        parts.append(f'"event_ts": "{_ts_text(self.seconds, self.offset)}"')
-        for name, value in extra.items():
-            parts.append(f'"{name}": {json.dumps(value)}')
-        return "{" + ", ".join(parts) + "}\n"
+        text = _line(self.event_id, self.event_type, self.user_id, self.cents, _ts_text(self.seconds, self.offset))
+        if not extra:
+            return text
+        return text[:-2] + "".join(f', "{name}": {json.dumps(value)}' for name, value in extra.items()) + "}\n"
 
 
 class _Writer:
-    """Landing files opened on first use, one per (arrival day, source)."""
+    """Landing files, one per (arrival day, source), buffered in memory and
+    written whole: :meth:`flush` once no more lines can arrive for a day."""
 
-    def __init__(self, folder: Path, scale: Scale) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.scale = scale
-        self.handles: dict[tuple[int, str], IO[str]] = {}
+        self.buffers: dict[tuple[int, str], list[str]] = {}
         self.lines: dict[tuple[int, str], int] = {}
 
     def path(self, arrival_day: int, source: str) -> Path:
         return self.folder / f"arrival_{arrival_day:03d}_{source}.ndjson"
 
     def write(self, arrival_day: int, source: str, text: str) -> None:
-        key = (arrival_day, source)
-        handle = self.handles.get(key)
-        if handle is None:
-            handle = self.handles[key] = self.path(arrival_day, source).open("w")
-            self.lines[key] = 0
-        handle.write(text)
-        self.lines[key] += 1
+        buffer = self.buffers.get((arrival_day, source))
+        if buffer is None:
+            buffer = self.buffers[(arrival_day, source)] = []
+        buffer.append(text)
 
-    def close(self) -> None:
-        for handle in self.handles.values():
-            handle.close()
+    def flush(self, through_day: int | None = None) -> None:
+        """Write the files of arrival days up to ``through_day`` (all by default)."""
+        for key in sorted(k for k in self.buffers if through_day is None or k[0] <= through_day):
+            buffer = self.buffers.pop(key)
+            with self.path(*key).open("w") as handle:
+                handle.write("".join(buffer))
+            self.lines[key] = len(buffer)
+
+
+def _binomial(rand: Callable[[], float], trials: int, p: float) -> int:
+    """Successes in ``trials`` draws of probability ``p``: the gaps between
+    successes are geometric, so this draws once per success, not per trial."""
+    if p <= 0:
+        return 0
+    count, position, log_q = 0, -1, math.log1p(-p)
+    while True:
+        position += 1 + int(math.log(1.0 - rand()) / log_q)
+        if position >= trials:
+            return count
+        count += 1
 
 
 def _malformed_lines(rng: random.Random, day: int, count: int) -> Iterator[str]:
@@ -273,10 +323,12 @@ def _new_event(rng: random.Random, source: Source, event_id: str | None, day: in
     )
 
 
-def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, int], dict]:
+def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, int], dict[int, list[_Event]]]:
+    """The history's event files. The hot loop: a line is formatted once,
+    random draws are plain ``random()`` calls, and files are written whole."""
     mix = scale.mix
-    last = scale.days - 1
-    writer = _Writer(folder, scale)
+    last = scale.last_day
+    writer = _Writer(folder)
     stats = dict.fromkeys(
         (
             "events",
@@ -300,96 +352,115 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
     shares = [s.share for s in SOURCES]
     type_names = tuple(EVENT_TYPE_WEIGHTS)
     type_weights = tuple(EVENT_TYPE_WEIGHTS.values())
+    n_offsets = len(OFFSETS)
     users = scale.users
-    for day in range(scale.days):
+    # Cumulative thresholds of the arrival roll.
+    beyond = mix.beyond_watermark
+    very_late = beyond + mix.very_late
+    late = very_late + mix.late
+    dup_across = mix.dup_within + mix.dup_across
+    deletion = mix.correction + mix.deletion
+    for day in range(scale.first_day, last + 1):
+        # Seeded by the day alone: a day is the same in every history that has it.
         rng = random.Random(f"{scale.seed}:{day}")
+        rand = rng.random
         n = scale.events_per_day
         sources = rng.choices(SOURCES, shares, k=n)
         types = rng.choices(type_names, type_weights, k=n)
+        base = day * DAY
+        buffers = writer.buffers
         for i in range(n):
             source = sources[i]
             event_type = types[i]
-            id_less = source.id_less > 0 and rng.random() < source.id_less
-            event = _Event(
-                source=source,
-                event_id=None if id_less else f"{source.prefix}{day:03d}-{i:07d}",
-                event_type=event_type,
-                user_id=f"u{rng.randrange(1, users + 1)}",
-                seconds=day * DAY + rng.randrange(DAY),
-                cents=rng.randrange(100, 50_000) if event_type in AMOUNT_TYPES else None,
-                offset=OFFSETS[rng.randrange(len(OFFSETS))],
-            )
+            id_less = source.id_less > 0 and rand() < source.id_less
+            event_id = None if id_less else f"{source.prefix}{day:03d}-{i:07d}"
+            user_id: str | None = f"u{int(rand() * users) + 1}"
+            seconds = base + int(rand() * DAY)
+            cents = int(rand() * 49_900) + 100 if event_type in AMOUNT_TYPES else None
+            offset = OFFSETS[int(rand() * n_offsets)]
             stats["events"] += 1
             if id_less:
                 stats["id_less"] += 1
-                if rng.random() < mix.null_key:
-                    event.user_id = None
+                if rand() < mix.null_key:
+                    user_id = None
                     stats["null_key"] += 1
-            roll = rng.random()
+            roll = rand()
             arrival = day
             touched = False  # quarantined, duplicated, corrected or deleted
-            if roll < mix.beyond_watermark:
-                arrival = day + rng.randint(31, 40)
+            if roll < beyond:
+                arrival = day + 31 + int(rand() * 10)
                 if arrival > last:
                     arrival = day
                 else:
                     stats["beyond_watermark"] += 1
                     touched = True
-            elif roll < mix.beyond_watermark + mix.very_late:
-                arrival = min(day + rng.randint(4, 20), last)
+            elif roll < very_late:
+                arrival = min(day + 4 + int(rand() * 17), last)
                 stats["very_late"] += arrival > day
-            elif roll < mix.beyond_watermark + mix.very_late + mix.late:
-                arrival = min(day + rng.randint(1, 3), last)
+            elif roll < late:
+                arrival = min(day + 1 + int(rand() * 3), last)
                 stats["late"] += arrival > day
-            text = event.line()
-            writer.write(arrival, source.name, text)
-            roll = rng.random()
+            name = source.name
+            # _line and _ts_text, inlined: this loop runs once per event.
+            local_day, second = divmod(seconds + offset[0] * 60, DAY)
+            ts_text = f"{_date_text(local_day)}T{_CLOCK[second]}{offset[1]}"
+            text = f'{{"event_id": "{event_id}", ' if event_id is not None else "{"
+            text += f'"event_type": "{event_type}", '
+            if user_id is not None:
+                text += f'"user_id": "{user_id}", '
+            if cents is not None:
+                text += f'"amount": {cents // 100}.{cents % 100:02d}, '
+            text = f'{text}"event_ts": "{ts_text}"}}\n'
+            buffer = buffers.get((arrival, name))
+            if buffer is None:
+                buffer = buffers[(arrival, name)] = []
+            buffer.append(text)
+            roll = rand()
             if roll < mix.dup_within:
-                writer.write(arrival, source.name, text)
+                buffer.append(text)
                 stats["dup_within"] += 1
                 touched = True
-            elif roll < mix.dup_within + mix.dup_across:
-                writer.write(min(arrival + rng.randint(1, 3), last), source.name, text)
+            elif roll < dup_across:
+                writer.write(min(arrival + 1 + int(rand() * 3), last), name, text)
                 stats["dup_across"] += 1
                 touched = True
-            if not id_less and event_type in MONEY_TYPES:
-                roll = rng.random()
-                if roll < mix.correction:
-                    fixed = replace(event)
-                    fixed.event_id = f"{event.event_id}-c1"
-                    fixed.cents = max(100, (event.cents or 0) + rng.randrange(-2000, 2000))
-                    if rng.random() < mix.correction_moves:
-                        fixed.seconds += rng.randrange(-DAY, DAY)
-                        stats["correction_moves"] += 1
-                    writer.write(
-                        min(arrival + rng.randint(0, 3), last),
-                        source.name,
-                        fixed.line(is_correction=True, corrects_event_id=event.event_id),
-                    )
-                    stats["corrections"] += 1
-                    touched = True
-                elif roll < mix.correction + mix.deletion:
-                    writer.write(
-                        min(arrival + rng.randint(0, 3), last),
-                        source.name,
-                        event.line(is_deleted=True),
-                    )
-                    stats["deletions"] += 1
-                    touched = True
-                if not touched and day in late_days and len(known[day]) < 200:
-                    known[day].append(event)
-        for source in SOURCES:
-            if (day, source.name) not in writer.lines:
+            if id_less or event_type not in MONEY_TYPES:
                 continue
-            count = sum(rng.random() < mix.malformed for _ in range(writer.lines[(day, source.name)]))
-            if day == 0 and source.name == "web":
+            event = _Event(source, event_id, event_type, user_id, seconds, cents, offset)
+            roll = rand()
+            if roll < mix.correction:
+                fixed = replace(event, event_id=f"{event_id}-c1")
+                fixed.cents = max(100, (cents or 0) + int(rand() * 4000) - 2000)
+                if rand() < mix.correction_moves:
+                    fixed.seconds += int(rand() * 2 * DAY) - DAY
+                    stats["correction_moves"] += 1
+                writer.write(
+                    min(arrival + int(rand() * 4), last),
+                    name,
+                    fixed.line(is_correction=True, corrects_event_id=event_id),
+                )
+                stats["corrections"] += 1
+                touched = True
+            elif roll < deletion:
+                writer.write(min(arrival + int(rand() * 4), last), name, event.line(is_deleted=True))
+                stats["deletions"] += 1
+                touched = True
+            if not touched and day in late_days and len(known[day]) < 200:
+                known[day].append(event)
+        for source in SOURCES:
+            lines = len(writer.buffers.get((day, source.name), ()))
+            if not lines:
+                continue
+            count = _binomial(rand, lines, mix.malformed)
+            if day == scale.first_day and source.name == "web":
                 count = max(count, 1)
             for text in _malformed_lines(rng, day, count):
                 writer.write(day, source.name, text)
                 stats["malformed"] += 1
-            if source.name == "web" and rng.random() < 0.5:
+            if source.name == "web" and rand() < 0.5:
                 writer.write(day, source.name, "\n")  # a blank line: not data
-    writer.close()
+        writer.flush(through_day=day)  # nothing arrives on a day already generated
+    writer.flush()
     batches = [
         Batch(source, scale.arrival_ts(day), writer.path(day, source), writer.lines[(day, source)])
         for day, source in sorted(writer.lines)
@@ -406,8 +477,9 @@ def _write_customers(scale: Scale, folder: Path) -> list[Batch]:
     changes for 1% of them halfway through the history (some out of order).
     The late batch changes no customer."""
     rng = random.Random(f"{scale.seed}:customers")
-    since = (EPOCH - timedelta(days=30)).isoformat().replace("+00:00", "Z")
-    first = folder / "customers_000_crm.ndjson"
+    first_day = scale.first_day
+    since = (EPOCH + timedelta(days=first_day - 30)).isoformat().replace("+00:00", "Z")
+    first = folder / f"customers_{first_day:03d}_crm.ndjson"
     with first.open("w") as handle:
         for n in range(1, scale.users + 1):
             tier = CUSTOMER_TIERS[min(3, int(rng.expovariate(1.2)))]
@@ -415,14 +487,15 @@ def _write_customers(scale: Scale, folder: Path) -> list[Batch]:
                 f'{{"customer_id": "u{n}", "tier": "{tier}", '
                 f'"region": "{rng.choice(REGIONS)}", "updated_at": "{since}"}}\n'
             )
-    batches = [Batch("crm", scale.arrival_ts(0), first, scale.users, "customers")]
-    middle = scale.days // 2
-    if middle > 0:
+    batches = [Batch("crm", scale.arrival_ts(first_day), first, scale.users, "customers")]
+    half = scale.days // 2
+    if half > 0:
+        middle = first_day + half
         path = folder / f"customers_{middle:03d}_crm.ndjson"
         changed = rng.sample(range(1, scale.users + 1), max(1, scale.users // 100))
         with path.open("w") as handle:
             for n in changed:
-                seconds = (middle - rng.randint(0, min(3, middle))) * DAY + rng.randrange(DAY)
+                seconds = (middle - rng.randint(0, min(3, half))) * DAY + rng.randrange(DAY)
                 handle.write(
                     f'{{"customer_id": "u{n}", "tier": "{rng.choice(CUSTOMER_TIERS)}", '
                     f'"region": "{rng.choice(REGIONS)}", '
@@ -434,8 +507,8 @@ def _write_customers(scale: Scale, folder: Path) -> list[Batch]:
 
 def _write_late_batch(scale: Scale, folder: Path, known: dict[int, list[_Event]]) -> list[Batch]:
     rng = random.Random(f"{scale.seed}:late")
-    arrival_day = scale.days + 1
-    writer = _Writer(folder, scale)
+    arrival_day = scale.last_day + 2
+    writer = _Writer(folder)
     days = scale.late_days
     per_source = {s.name: s for s in SOURCES}
     for rank, day in enumerate(sorted(days, reverse=True)):
@@ -486,7 +559,7 @@ def _write_late_batch(scale: Scale, folder: Path, known: dict[int, list[_Event]]
     nokey = _new_event(rng, per_source["mobile"], None, days[-1], scale.users)
     nokey.user_id = None
     writer.write(arrival_day, "mobile", nokey.line())
-    writer.close()
+    writer.flush()
     return [
         Batch(source, scale.late_arrival_ts, writer.path(day, source), writer.lines[(day, source)])
         for day, source in sorted(writer.lines)
