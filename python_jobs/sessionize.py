@@ -35,7 +35,7 @@ whatever the arrival order.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -123,6 +123,25 @@ def changed_points(changes: DataFrame) -> DataFrame:
     return now.unionByName(before).where(F.col("user_id").isNotNull() & F.col("point_ts").isNotNull()).distinct()
 
 
+def near_point_days(points: DataFrame, gap: int) -> Column:
+    """Sessions that overlap, within ``gap`` microseconds, a day holding a point.
+
+    A superset of the sessions near any point, as plain range predicates on
+    session_start_ts and session_end_ts (so the table's scan is pruned by the
+    files' min/max statistics); false when there are no points.
+    """
+    days = [row.day for row in points.select(F.to_date("point_ts").alias("day")).distinct().collect()]
+    margin = timedelta(microseconds=gap)
+    condition = F.lit(False)
+    for day in sorted(days):
+        day_start = datetime(day.year, day.month, day.day)
+        overlaps = (F.col("session_end_ts") >= F.lit(day_start - margin)) & (
+            F.col("session_start_ts") <= F.lit(day_start + timedelta(days=1) + margin)
+        )
+        condition = condition | overlaps
+    return condition
+
+
 def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list:
     """UTC dates spanned by the touched sessions and dates of the changed points."""
     spans = touched.select(
@@ -153,8 +172,11 @@ def resessionize(
         & (point_micros >= F.unix_micros("old.session_start_ts") - gap)
         & (point_micros <= F.unix_micros("old.session_end_ts") + gap)
     )
-    points = changed_points(changes)
-    touched = sessions.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi").cache()
+    points = changed_points(changes).cache()
+    # Only sessions within one gap of a changed point's day can be near it:
+    # a filter on those days lets the table's file statistics skip the rest.
+    candidates = sessions.where(near_point_days(points, gap))
+    touched = candidates.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi").cache()
 
     # Every event to sessionize again lies in a touched session or is a changed
     # event (at a changed point): reading only those event dates lets a table
@@ -194,10 +216,13 @@ def update_sessions(
     """
     if sessions is None:
         stamp = silver_events.agg(F.max("changed_run_at")).first()[0]
+        # Written in time order, so each file covers a time range and the
+        # incremental runs' range filters skip most of them.
         return (
             sessionize(live_events(silver_events), gap_minutes)
             .withColumn("changed_run_at", F.lit(stamp).cast("timestamp"))
             .select(*SESSION_COLUMNS)
+            .orderBy("session_start_ts")
         )
     high_water_mark = sessions.agg(F.max("changed_run_at")).first()[0]
     pending = silver_event_changes

@@ -1,10 +1,9 @@
 {#- Change manifest: what a run changed in published gold, row by row.
 
-    record_change_manifest (a post-hook of every gated gold model) appends to
+    record_change_manifest (step 6 of the restated materialization) appends to
     <schema>_audit.gold_change_manifest one row per row of the model that this
-    run wrote (changed_run_at = the run's start): its partition and key, the
-    values before (read from the table's previous version by time travel) and
-    after, the two table versions, the reason, the input high-water marks, the
+    run wrote: its partition and key, the values before (the row's
+    published_before, as restate read them) and after, the two table versions, the reason, the input high-water marks, the
     dbt invocation id and the code version (git commit). write_change_manifest
     (on-run-end) writes the run's rows as JSON to
     target/change_manifests/<invocation_id>.json and target/change_manifest.json. -#}
@@ -23,28 +22,19 @@
     to_json(named_struct({% for column in columns %}'{{ column }}', {{ alias }}.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %}))
 {%- endmacro %}
 
-{% macro record_change_manifest() %}
-    {%- set gate = config.get('publication_gate') -%}
-    {%- if not execute or not gate -%}{{ return('') }}{%- endif -%}
-    {%- set written = run_query('select count(*) from ' ~ this ~ ' where changed_run_at = ' ~ run_ts())
-        .columns[0].values()[0] -%}
-    {%- if written == 0 -%}{{ return('') }}{%- endif -%}
-    {%- set versions = table_versions(this) -%}
-    {%- set after_version = versions[-1]['version'] if versions else none -%}
-    {%- set before_version = versions[-2]['version'] if versions | length > 1 else none -%}
-    {%- set layout = gated_layout() -%}
+{% macro record_change_manifest(restated, target, layout, columns) %}
     {%- set keys, partition = layout['keys'], layout['partition'] -%}
     {%- set values = [] -%}
-    {%- for column in adapter.get_columns_in_relation(this) -%}
-        {%- if column.name | lower not in keys and column.name | lower not in publication_columns() -%}
-            {%- do values.append(column.name | lower) -%}
-        {%- endif -%}
+    {%- for column in columns if column not in keys and column not in publication_columns() -%}
+        {%- do values.append(column) -%}
     {%- endfor -%}
-    {%- set bronze_hwm = run_query('select cast(max(ingested_at) as string) from ' ~ target.schema
-        ~ '_bronze.bronze_ingestions').columns[0].values()[0] -%}
+    {%- set versions = table_versions(target) -%}
+    {%- set after_version = versions[-1]['version'] if versions else none -%}
+    {%- set before_version = versions[-2]['version'] if versions | length > 1 else none -%}
+    {%- set bronze_hwm = bronze_high_water_mark() -%}
     {%- set code_version = adapter.code_version() -%}
-    {{ log(model.name ~ ': change manifest of ' ~ written ~ ' row(s), table version ' ~ before_version ~ ' -> '
-        ~ after_version, info=true) }}
+    {{ log(model.name ~ ': change manifest, table version ' ~ before_version ~ ' -> ' ~ after_version, info=true) }}
+    {%- call statement('record_change_manifest') -%}
     insert into {{ manifest_relation() }}
     select
         '{{ invocation_id }}' as invocation_id,
@@ -52,20 +42,21 @@
         {{ as_of_ts() }} as as_of,
         {{ sql_string(code_version) if code_version else 'cast(null as string)' }} as code_version,
         '{{ model.name }}' as model,
-        '{{ this }}' as relation,
+        '{{ target }}' as relation,
         cast(after_rows.{{ partition }} as string) as partition_value,
         {{ json_of('after_rows', keys) }} as row_key,
         case
-            when before_rows.{{ keys[0] }} is null then 'published'
-            when {% for column in values %}after_rows.{{ column }} <=> before_rows.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
+            when after_rows.published_before is null then 'published'
+            when {% for column in values %}after_rows.{{ column }} <=> after_rows.published_before.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
                 then 'unchanged'
-            when {% for column in values if column != 'status' %}after_rows.{{ column }} <=> before_rows.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
+            when {% for column in values if column != 'status' %}after_rows.{{ column }} <=> after_rows.published_before.{{ column }}{% if not loop.last %} and {% endif %}{% endfor %}
                 then 'status'
             else 'restated'
         end as change,
-        case when before_rows.{{ keys[0] }} is not null then {{ json_of('before_rows', values) }} end as before_values,
+        case when after_rows.published_before is not null then {{ json_of('after_rows.published_before', values) }} end
+            as before_values,
         {{ json_of('after_rows', values) }} as after_values,
-        before_rows.version as before_row_version,
+        after_rows.published_before.version as before_row_version,
         after_rows.version as after_row_version,
         {{ sql_string(before_version) if before_version is not none else 'cast(null as string)' }} as before_table_version,
         {{ sql_string(after_version) if after_version is not none else 'cast(null as string)' }} as after_table_version,
@@ -76,13 +67,18 @@
         )) as input_watermarks,
         {{ backfill_reason_sql() }} as backfill,
         '{{ var("actor") }}' as actor
-    from (select * from {{ this }} where changed_run_at = {{ run_ts() }}) as after_rows
-    {%- if before_version is not none %}
-    left join (select * from {{ relation_at_version(this, before_version) }}) as before_rows
-    {%- else %}
-    left join (select * from {{ this }} where false) as before_rows
-    {%- endif %}
-        on {% for key in keys %}after_rows.{{ key }} = before_rows.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+    from {{ restated }} as after_rows
+    {%- endcall -%}
+{% endmacro %}
+
+{#- The newest ingestion time in bronze, read once per invocation. -#}
+{% macro bronze_high_water_mark() %}
+    {%- set key = 'bronze_high_water_mark:' ~ invocation_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- do adapter.memo_set(key, run_query('select cast(max(ingested_at) as string) from '
+            ~ target.schema ~ '_bronze.bronze_ingestions').columns[0].values()[0]) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
 {% endmacro %}
 
 {#- on-run-end: the run's manifest rows as JSON under the target path. -#}

@@ -1,10 +1,10 @@
 {#- Validation gate before a restated gold model is published.
 
-    Called by the incremental write (dbt_spark_get_incremental_sql) with the
-    rows about to be merged. Models opt in with
+    Step 4 of the restated materialization, with the cached rows about to be
+    merged. Models opt in with
     config(publication_gate={'measure': '<column>'[, 'partition': '<column>']})
-    (partition defaults to the first partition_by column). The rows are compared with
-    the table as published, over the partitions already published (new
+    (partition defaults to the first partition_by column). The rows are compared
+    with their published values, over the partitions already published (new
     partitions are publication, not restatement):
       restated_share  partitions whose values change / partitions published
                       (checked from min_published_partitions partitions on);
@@ -15,24 +15,20 @@
     is written, so the previous version stays visible, unless var
     publication_gate_override gives a reason: the write then goes ahead and
     the override is logged (late_arrival_audit action publication_gate). -#}
-{% macro publication_gate(source, target) %}
-    {%- set gate = config.get('publication_gate') -%}
-    {%- if not gate or not execute -%}{{ return(none) }}{%- endif -%}
+{% macro publication_gate(restated, target, layout) %}
+    {%- set measure = layout['measure'] -%}
+    {%- if not measure or not execute -%}{{ return(none) }}{%- endif -%}
     {%- set limits = var('publication_gate') -%}
-    {%- set layout = gated_layout() -%}
-    {%- set keys, partition = layout['keys'], layout['partition'] -%}
-    {%- set measure = gate['measure'] -%}
+    {%- set partition = layout['partition'] -%}
+    {#- The restated rows carry their published values (published_before), so
+        the published table is read once, for its partition list and totals. -#}
     {%- set stats_sql -%}
-        with published as (
-            select * from {{ target }}
-        ),
-
-        published_partitions as (
+        with published_partitions as (
             select
                 {{ partition }} as partition_value,
                 count(*) as partition_rows,
                 coalesce(sum({{ measure }}), 0) as partition_total
-            from published
+            from {{ target }}
             group by {{ partition }}
         ),
 
@@ -46,15 +42,13 @@
 
         incoming as (
             select
-                incoming.{{ partition }} as partition_value,
-                incoming.{{ measure }} as new_measure,
-                published.{{ measure }} as old_measure,
-                published.{{ keys[0] }} is not null as existed,
+                restated.{{ partition }} as partition_value,
+                restated.{{ measure }} as new_measure,
+                restated.published_before.{{ measure }} as old_measure,
+                restated.published_before is not null as existed,
                 published_partitions.partition_value is not null as in_published_partition
-            from {{ source }} as incoming
-            left join published
-                on {% for key in keys %}incoming.{{ key }} = published.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
-            left join published_partitions on incoming.{{ partition }} = published_partitions.partition_value
+            from {{ restated }} as restated
+            left join published_partitions on restated.{{ partition }} = published_partitions.partition_value
         )
 
         select
@@ -106,17 +100,6 @@
             ~ "--vars '{publication_gate_override: \"<why>\"}' (the override is audited), or adjust var publication_gate.") }}
     {%- endif -%}
     {{ log(model.name ~ ': publication gate overridden: ' ~ override, info=true) }}
-{% endmacro %}
-
-{#- The unique key (as a list) and the partition column of a gated gold
-    model: the gate's partition, else the first partition_by column. The gate
-    and the change manifest read the model the same way. -#}
-{% macro gated_layout() %}
-    {%- set keys = config.get('unique_key') -%}
-    {%- set partition = config.get('publication_gate').get('partition') or config.get('partition_by') -%}
-    {{ return({
-        'keys': [keys] if keys is string else keys,
-        'partition': partition if partition is string else partition[0]}) }}
 {% endmacro %}
 
 {#- The gate's append-only decision log (created by ensure_audit_tables, an

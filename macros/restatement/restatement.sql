@@ -89,7 +89,7 @@
             select
                 {%- for key in keys %} {{ key }},{% endfor %}
                 {%- for measure in measures %} {{ measure }},{% endfor %}
-                {%- if status != 'computed' %} status,{% endif %}
+                {%- if status != 'computed' %} status,{% else %} cast(null as string) as status,{% endif %}
                 cast(null as int) as version,
                 cast(null as timestamp) as first_published_at,
                 cast(null as timestamp) as restated_on,
@@ -116,8 +116,8 @@
             {%- endfor %}
             {%- if status != 'computed' %}
                 coalesce(fresh.status, old.status) as fresh_status,
-                old.status as old_status,
             {%- endif %}
+            old.status as old_status,
             old.{{ keys[0] }} is not null as existed,
             old.version as old_version,
             old.first_published_at as old_first_published_at,
@@ -163,7 +163,11 @@
                 else old_restatement_reason end as restatement_reason,
             coalesce(old_is_restated_after_final, false) or (existed and new_status = 'final')
                 as is_restated_after_final,
-            source_changed_run_at
+            source_changed_run_at,
+            {{ run_ts() }} as changed_run_at,
+            '{{ invocation_id }}' as invocation_id,
+            case when existed then {{ published_values('old_', measures, 'old_status', 'old_version') }} end
+                as published_before
         from judged
         where values_changed
     )
@@ -181,7 +185,10 @@
             stored.restated_on,
             stored.restatement_reason,
             stored.is_restated_after_final,
-            stored.source_changed_run_at
+            stored.source_changed_run_at,
+            {{ run_ts() }} as changed_run_at,
+            '{{ invocation_id }}' as invocation_id,
+            {{ published_values('stored.', measures, 'stored.status', 'stored.version') }} as published_before
         from stored
         left anti join restated
             on {% for key in keys %}stored.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
@@ -197,7 +204,10 @@
         they are (same values, version and change markers), so the merge
         rewrites those partitions' files as the job would, and nothing else. #}
     lookback_rewrite as (
-        select stored_impacted.*
+        select
+            stored_impacted.*,
+            {{ published_values('stored_impacted.', measures, 'stored_impacted.status', 'stored_impacted.version') }}
+                as published_before
         from stored_impacted
         left anti join restated
             on {% for key in keys %}stored_impacted.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
@@ -208,13 +218,26 @@
     )
     {%- endif %}
 
-    select *, {{ run_ts() }} as changed_run_at, '{{ invocation_id }}' as invocation_id from restated
+    select * from restated
     {%- if status == 'computed' and is_incremental() %}
         union all
-        select *, {{ run_ts() }} as changed_run_at, '{{ invocation_id }}' as invocation_id from status_moved
+        select * from status_moved
     {%- endif %}
     {%- if var('restate_lookback_days', none) and is_incremental() %}
         union all
         select * from lookback_rewrite
     {%- endif %}
+{%- endmacro %}
+
+{#- SQL: a gold row's published values (measures, status, row version) as one
+    struct, `published_before` in restate's output: what the gate and the change
+    manifest compare the new values with. -#}
+{% macro published_values(measure_prefix, measures, status_expr, version_expr) -%}
+    named_struct(
+        {%- for measure in measures %}
+        '{{ measure }}', {{ measure_prefix }}{{ measure }},
+        {%- endfor %}
+        'status', {{ status_expr }},
+        'version', {{ version_expr }}
+    )
 {%- endmacro %}

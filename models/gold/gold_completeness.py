@@ -6,7 +6,7 @@ from python_jobs.completeness import completeness_at, lateness_summary, order_ar
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    dbt.config(materialized="recomputed")
     as_of = parse_as_of(dbt.config.meta_get("as_of"))
     window_days = int(dbt.config.meta_get("completeness_window_days"))
     estimates = completeness_at(

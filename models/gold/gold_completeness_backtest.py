@@ -6,7 +6,7 @@ from python_jobs.completeness import backtest, order_arrivals, parse_as_of
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    dbt.config(materialized="recomputed")
     horizons = dbt.config.meta_get("completeness_backtest_horizons_hours")
     return backtest(
         order_arrivals(dbt.ref("silver_events")),

@@ -2,6 +2,7 @@
     silver rows changed since this model's last run are recomputed; see the
     restate macro for versioning, restatement and status. -#}
 {{ config(
+    materialized='restated',
     unique_key=['event_date', 'source_system'],
     partition_by=['event_date'],
     publication_gate={'measure': 'net_revenue'},

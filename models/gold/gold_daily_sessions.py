@@ -4,5 +4,5 @@ from python_jobs.sessionize import daily_sessions
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    dbt.config(materialized="recomputed")
     return daily_sessions(dbt.ref("silver_sessions"))

@@ -1,5 +1,6 @@
 {#- Revenue per event hour and source; restated with its event date. -#}
 {{ config(
+    materialized='restated',
     unique_key=['event_date', 'event_hour', 'source_system'],
     partition_by=['event_date'],
     publication_gate={'measure': 'net_revenue'},

@@ -6,6 +6,7 @@
     restatement_reason dimension_change); see the restate macro for versioning,
     restatement and status. -#}
 {{ config(
+    materialized='restated',
     unique_key=['event_date', 'tier', 'region'],
     partition_by=['event_date'],
     publication_gate={'measure': 'net_revenue'},

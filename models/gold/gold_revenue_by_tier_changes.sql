@@ -6,7 +6,7 @@
     version covering it (else unknown) and after the run the recorded version
     covering it (else unknown); the event dates where it moved are the
     partitions to restate. -#}
-{{ config(incremental_strategy='append', partition_by=['changed_date']) }}
+{{ config(materialized='incremental', incremental_strategy='append', partition_by=['changed_date']) }}
 
 {%- set hwm = high_water_mark('source_run_at') %}
 

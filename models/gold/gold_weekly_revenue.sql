@@ -1,5 +1,6 @@
 {#- Revenue per week (starting date) and source, rolled up from gold_daily_revenue. -#}
 {{ config(
+    materialized='restated',
     unique_key=['week_start_date', 'source_system'],
     publication_gate={'measure': 'net_revenue', 'partition': 'week_start_date'},
 ) }}

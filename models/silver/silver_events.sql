@@ -10,7 +10,11 @@
     arrival or a row in the window's event dates is recomputed from scratch from
     bronze, read again with the current code (event_arrival_ctes), and only keys
     whose row comes out different are merged, as action backfill or replay. -#}
-{{ config(unique_key=['event_id', 'source_system'], partition_by=['event_date']) }}
+{{ config(
+    unique_key=['event_id', 'source_system'],
+    partition_by=['event_date'],
+    merge_prune={'target_column': 'event_date', 'source_column': 'previous_event_date'},
+) }}
 -- depends_on: {{ ref('stg_bronze_events') }}
 
 {%- set run_hwm = high_water_mark('changed_run_at') %}
@@ -32,12 +36,16 @@ new_arrivals as (
     where route = 'silver' and ledger_run_at > {{ run_hwm }}
 ),
 
+{#- Released rows are looked up in the ledger's arrival-date partitions they
+    arrived in (the ledger's arrival_date is the date of arrival_ts). #}
 released_arrivals as (
     select
         arrivals.*,
         true as is_release
     from quarantine
-    inner join arrivals on quarantine.bronze_row_id = arrivals.bronze_row_id
+    inner join arrivals
+        on quarantine.bronze_row_id = arrivals.bronze_row_id
+        and to_date(quarantine.arrival_ts) = arrivals.arrival_date
     where
         quarantine.status = 'released'
         and quarantine.status_run_at > {{ run_hwm }}
@@ -53,7 +61,7 @@ incremental_candidates as (
 {# A correction may name a superseded correction; follow such links to the
     original event (three hops cover correction-of-a-correction chains). -#}
 correction_links as (
-    {{ correction_links('arrivals') }}
+    {{ correction_links(ref('silver_correction_links'), links_index=true) }}
 ),
 
 incremental_resolved as (
@@ -148,12 +156,25 @@ batch_winners as (
 ),
 
 {% if is_incremental() %}
+{#- The current rows of the batch's keys. Only the key columns of the whole
+    table are read, to find the event dates those rows live in; whole rows are
+    then read from those dates' partitions alone (Spark prunes the second scan
+    with the first one's result). #}
+existing_dates as (
+    select distinct current_keys.event_date
+    from {{ this }} as current_keys
+    left semi join batch_winners
+        on current_keys.event_id = batch_winners.resolved_event_id
+        and current_keys.source_system = batch_winners.source_system
+),
+
 existing as (
     select current_rows.*
     from {{ this }} as current_rows
     left semi join batch_winners
         on current_rows.event_id = batch_winners.resolved_event_id
         and current_rows.source_system = batch_winners.source_system
+    where current_rows.event_date in (select existing_dates.event_date from existing_dates)
 ),
 {% else %}
 existing as (

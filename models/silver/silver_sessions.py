@@ -10,7 +10,13 @@ from python_jobs.sessionize import update_sessions
 
 
 def model(dbt, session):
-    dbt.config(materialized="incremental", incremental_strategy="merge", unique_key="session_id")
+    # A session keeps its id only with its start: its match lies on the same day.
+    dbt.config(
+        materialized="incremental",
+        incremental_strategy="merge",
+        unique_key="session_id",
+        merge_prune={"target_column": "session_start_ts", "source_column": "session_start_ts", "type": "timestamp"},
+    )
     current = session.table(str(dbt.this)) if dbt.is_incremental else None
     return update_sessions(
         current,

@@ -1,0 +1,106 @@
+{#- A table recomputed from its inputs, and left alone when none of them changed.
+
+    Summaries that are cheap to state but costly to derive incrementally (the
+    completeness estimates, sessions per day) are rebuilt whole, like dbt's
+    `table`, but only when something they read moved:
+    1. fingerprint  the current version of every table the model reads
+                    (through views), the as_of var and the model's code;
+    2. compare      with the fingerprint the table was built from (its table
+                    property latecomer.inputs); equal: stop, nothing written;
+    3. build        create or replace the table (SQL or Python);
+    4. record       the fingerprint as the table's property.
+    Where a version cannot be read (a format other than Iceberg) the model is
+    rebuilt every run, as a `table` would be. -#}
+{% materialization recomputed, adapter='spark', supported_languages=['sql', 'python'] %}
+    {%- set language = model['language'] -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set fingerprint = inputs_fingerprint() -%}
+    {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
+        and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
+
+    {{ run_hooks(pre_hooks) }}
+    {%- if unchanged -%}
+        {{ log(model.name ~ ': inputs unchanged since the last build, ' ~ target_relation ~ ' left as it is', info=true) }}
+        {%- call statement('main') -%}
+            select 'inputs unchanged' as status
+        {%- endcall -%}
+    {%- else -%}
+        {%- if existing_relation is not none and not existing_relation.is_iceberg and not existing_relation.is_delta -%}
+            {%- do adapter.drop_relation(existing_relation) -%}
+        {%- endif -%}
+        {%- call statement('main', language=language) -%}
+            {{ create_table_as(false, target_relation, compiled_code, language) }}
+        {%- endcall -%}
+        {%- if fingerprint is not none -%}
+            {%- call statement('record_inputs_fingerprint') -%}
+                alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
+            {%- endcall -%}
+        {%- endif -%}
+        {%- do persist_docs(target_relation, model) -%}
+    {%- endif -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- A hash of what the current model's output depends on, or none when a
+    version cannot be read. -#}
+{% macro inputs_fingerprint() %}
+    {%- set parts = ['code=' ~ model.checksum.checksum, 'as_of=' ~ (var('as_of', none) or run_started_at),
+                     'vars=' ~ tojson(model.config.meta)] -%}
+    {%- for relation in upstream_tables(model.depends_on.nodes) | sort -%}
+        {%- set version = current_table_version(relation) -%}
+        {%- if version is none -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- do parts.append(relation ~ '=' ~ version) -%}
+    {%- endfor -%}
+    {{ return(local_md5(parts | join('|'))) }}
+{% endmacro %}
+
+
+{#- The tables behind `unique_ids` (models, snapshots, seeds, sources),
+    following views and ephemeral models to the tables they read. -#}
+{% macro upstream_tables(unique_ids) %}
+    {%- set tables = [] -%}
+    {%- set pending = unique_ids | list -%}
+    {%- set seen = [] -%}
+    {%- for _ in range(200) if pending -%}
+        {%- set unique_id = pending.pop() -%}
+        {%- if unique_id not in seen -%}
+            {%- do seen.append(unique_id) -%}
+            {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) -%}
+            {%- if node and node.resource_type in ('model', 'snapshot', 'seed')
+                    and node.config.materialized in ('view', 'ephemeral') -%}
+                {%- do pending.extend(node.depends_on.nodes) -%}
+            {%- elif node and node.resource_type in ('model', 'snapshot', 'seed', 'source') -%}
+                {%- do tables.append(node.relation_name) -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(tables) }}
+{% endmacro %}
+
+
+{#- The fingerprint a table was last built from, or none. -#}
+{% macro stored_inputs_fingerprint(relation) %}
+    {%- set rows = run_query("show tblproperties " ~ relation ~ " ('latecomer.inputs')").rows -%}
+    {%- set value = rows[0][1] if rows and rows[0] | length > 1 else rows[0][0] if rows else none -%}
+    {{ return(value if value and 'does not have property' not in value else none) }}
+{% endmacro %}
+
+
+{#- The table's current version id, or none where the format has none to read. -#}
+{% macro current_table_version(relation) %}
+    {{ return(adapter.dispatch('current_table_version', 'latecomer')(relation)) }}
+{% endmacro %}
+
+{% macro default__current_table_version(relation) %}
+    {%- if versions_table_format() != 'iceberg' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
+    {%- set value = rows[0][1] if rows and rows[0] | length > 1 else none -%}
+    {{ return(value if value and modules.re.match('^-?[0-9]+$', value | string) else none) }}
+{% endmacro %}

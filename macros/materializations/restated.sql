@@ -1,0 +1,122 @@
+{#- The write path of restated gold models, in the order it runs.
+
+    A restated model's SQL returns only the rows this run must write (see the
+    restate macro): rows whose values changed in the partitions touched since
+    the model's last run, and rows whose status moved at as_of. Each row
+    carries `published_before`, its values as published before this run (null
+    for a new row), so nothing below reads the published table again.
+
+    1. compute   the model's SQL, as a temporary view;
+    2. cache     it once: every later step reads the cached rows;
+    3. count     the rows; none (and the table exists): stop here, no gate,
+                 no merge, no manifest, no new table version;
+    4. gate      judge the change (publication_gate) before anything is written;
+    5. merge     by unique_key; first build or --full-refresh: create or replace;
+    6. manifest  append the rows written, with before and after values, to the
+                 change manifest (record_change_manifest);
+    7. release   the cache.
+    late_arrival_audit then reads what was written (restatement_after_final).
+
+    Config: unique_key (list), partition_by, publication_gate
+    ({'measure': column[, 'partition': column]}; partition defaults to the
+    first partition_by column). -#}
+{% materialization restated, adapter='spark' %}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set rebuild = existing_relation is none or should_full_refresh() -%}
+    {%- set layout = restated_layout() -%}
+
+    {{ run_hooks(pre_hooks) }}
+
+    {#- 1, 2. compute and cache -#}
+    {%- set restated = cache_new_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
+
+    {#- 3. count -#}
+    {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
+    {%- if row_count == 0 and not rebuild -%}
+        {{ log(model.name ~ ': nothing to restate, ' ~ target_relation ~ ' left unchanged', info=true) }}
+        {%- call statement('main') -%}
+            select 'nothing to restate' as status
+        {%- endcall -%}
+    {%- else -%}
+        {%- set columns = restated_table_columns(restated) -%}
+        {%- if not rebuild -%}
+            {%- do check_restated_columns(columns, existing_relation) -%}
+            {#- 4. gate -#}
+            {%- do publication_gate(restated, target_relation, layout) -%}
+        {%- endif -%}
+        {#- 5. merge -#}
+        {{ log(model.name ~ ': ' ~ ('create' if rebuild else 'merge') ~ ' of ' ~ row_count ~ ' row(s) into '
+            ~ target_relation, info=true) }}
+        {%- call statement('main') -%}
+            {%- if rebuild -%}
+                {{ create_table_as(false, target_relation,
+                    'select ' ~ columns | join(', ') ~ ' from ' ~ restated) }}
+            {%- else -%}
+                {{ restated_merge_sql(target_relation, restated, layout['keys'], columns) }}
+            {%- endif -%}
+        {%- endcall -%}
+        {#- 6. manifest -#}
+        {%- do record_change_manifest(restated, target_relation, layout, columns) -%}
+    {%- endif -%}
+
+    {#- 7. release -#}
+    {%- do run_query('uncache table if exists ' ~ restated) -%}
+
+    {%- do persist_docs(target_relation, model) -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- The unique key (a list) and the partition column of a restated model: the
+    gate's partition, else the first partition_by column. -#}
+{% macro restated_layout() %}
+    {%- set keys = config.get('unique_key') -%}
+    {%- set gate = config.get('publication_gate') or {} -%}
+    {%- set partition = gate.get('partition') or config.get('partition_by') -%}
+    {%- if not keys or not partition -%}
+        {{ exceptions.raise_compiler_error(model.name ~ ": a restated model needs config unique_key and "
+            ~ "partition_by (or publication_gate.partition)") }}
+    {%- endif -%}
+    {{ return({
+        'keys': [keys] if keys is string else keys,
+        'partition': partition if partition is string else partition[0],
+        'measure': gate.get('measure')}) }}
+{% endmacro %}
+
+
+{#- The columns the table holds: the model's columns but published_before. -#}
+{% macro restated_table_columns(restated) %}
+    {%- set columns = [] -%}
+    {%- for column in adapter.get_columns_in_relation(api.Relation.create(identifier=restated, type='view')) -%}
+        {%- if column.name | lower != 'published_before' -%}
+            {%- do columns.append(column.name | lower) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(columns) }}
+{% endmacro %}
+
+
+{#- on_schema_change: fail, said plainly. -#}
+{% macro check_restated_columns(columns, relation) %}
+    {%- set stored = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+    {%- if columns != stored -%}
+        {{ exceptions.raise_compiler_error(model.name ~ ": the model's columns " ~ columns | join(', ')
+            ~ " differ from the table's " ~ stored | join(', ') ~ ". Rebuild it with --full-refresh --select "
+            ~ model.name ~ " (its version history restarts).") }}
+    {%- endif -%}
+{% endmacro %}
+
+
+{% macro restated_merge_sql(target, source, keys, columns) -%}
+    merge into {{ target }} as target
+    using {{ source }} as source
+        on {% for key in keys %}target.{{ key }} = source.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
+    when matched then update set
+        {%- for column in columns %}
+        target.{{ column }} = source.{{ column }}{% if not loop.last %},{% endif %}
+        {%- endfor %}
+    when not matched then insert ({{ columns | join(', ') }})
+        values ({% for column in columns %}source.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %})
+{%- endmacro %}
