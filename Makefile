@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke steward maintain restore gold-versions clean
+.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -41,12 +41,17 @@ thrift-status: install
 thrift-stop: install
 	$(BIN)/python -m python_jobs.thrift_server stop
 
-## bench: synthetic 60-day history; restatement cost, incremental vs full refresh vs static lookback
+## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
+##   vs the floor (a plain PySpark job), and a build with nothing new (BENCH_ARGS="--help" for options)
 bench: install
 	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 
 bench-smoke: install
 	$(BIN)/python -m tooling.bench --smoke
+
+## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")
+bench-sweep: install
+	$(BIN)/python -m tooling.bench sweep $(SWEEP_ARGS)
 
 ## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
 steward: install

@@ -44,4 +44,3 @@ bench_results/data/<scale> and reused by later runs of the same scale. The dbt
 project is copied at the start (from the working tree, --project-source DIR or
 --git-ref REF, plus any --patch), so edits made during a run do not change it.
 """
-

@@ -30,3 +30,17 @@ def lookback_window(spark: SparkSession, schema: str, days: int) -> list[str]:
         f"cast(max(event_date) as string) from {schema}_gold.{GOLD_MODEL}"
     ).collect()[0]
     return [row[0], row[1]]
+
+
+def silver_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
+    """Rows of silver_events and a digest of each key's current values and
+    winning bronze row."""
+    row = spark.sql(
+        f"""
+        select count(*) as rows, count_if(is_deleted) as deleted,
+               sum(hash(event_id, source_system, event_type, user_id, amount, event_ts, is_deleted,
+                        bronze_row_id)) as digest
+        from {schema}_silver.silver_events
+        """
+    ).collect()[0]
+    return row.asDict()

@@ -1,10 +1,14 @@
-"""``python -m tooling.bench``: the command line."""
+"""``python -m tooling.bench``: the command line.
+
+python -m tooling.bench [options]                         one scale, every variant
+python -m tooling.bench --smoke                           the tiny scale CI runs
+python -m tooling.bench sweep --days 30,60,120 [options]  the same late batch at several history lengths
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,12 +21,13 @@ from tooling.bench.config import (
     RESULTS_DIR,
     SMOKE,
     SMOKE_SELECT,
+    SWEEP,
     VARIANTS,
     BenchConfig,
+    schema_for,
     state_dir_for,
 )
 from tooling.bench.report import render_markdown, write_results
-from tooling.bench.runner import run_benchmark
 from tooling.synthetic import Scale
 
 EPILOG = """\
@@ -32,30 +37,46 @@ scaling up:
   with LATECOMER_DRIVER_MEMORY (e.g. 12g). To run on a cluster, export
   LATECOMER_SPARK_MASTER (spark://host:7077, yarn, k8s://...), LATECOMER_WAREHOUSE
   (shared storage) and LATECOMER_METASTORE_URI, and put --results-dir on a file
-  system the executors can read (the landing files are read by Spark); the
-  state dir is then not wiped, the schemas are dropped instead.
+  system the executors can read (the landing files are read by Spark).
+  Generated data (<results>/data) and each scale's landing in bronze
+  (<results>/state, schema bench_d<days>_e<events>) are kept and reused by
+  later runs of the same scale; --fresh lands again.
   Results of different versions or machines compare through the JSON files.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
+    preset = SWEEP if sweep else DEFAULT
     parser = argparse.ArgumentParser(
-        prog="python -m tooling.bench",
-        description=(tooling.bench.__doc__ or "").split("\n\n")[0],
+        prog="python -m tooling.bench" + (" sweep" if sweep else ""),
+        description=(
+            "The same late batch at several history lengths, side by side, with the growth from the shortest "
+            "to the longest."
+            if sweep
+            else (tooling.bench.__doc__ or "").split("\n\n")[0]
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help=f"tiny scale for CI: {SMOKE['days']} days x {SMOKE['events_per_day']:,} events, "
-        f"lookback {SMOKE['lookback_days']}, 1 repeat (explicit flags still win)",
-    )
-    parser.add_argument("--days", type=int, help=f"event days of history (default {DEFAULT['days']})")
+    if sweep:
+        parser.add_argument(
+            "--days",
+            default=",".join(map(str, SWEEP["days"])),
+            help=f"comma-separated history lengths in event days (default {','.join(map(str, SWEEP['days']))})",
+        )
+    else:
+        parser.add_argument(
+            "--smoke",
+            action="store_true",
+            help=f"tiny scale for CI: {SMOKE['days']} days x {SMOKE['events_per_day']:,} events, "
+            f"lookback {SMOKE['lookback_days']}, 1 repeat, no data tests, the late-arrival path only "
+            "(explicit flags still win)",
+        )
+        parser.add_argument("--days", type=int, help=f"event days of history (default {DEFAULT['days']})")
     parser.add_argument(
         "--events-per-day",
         type=int,
-        help=f"original events per day (default {DEFAULT['events_per_day']:,})",
+        help=f"original events per day (default {preset['events_per_day']:,})",
     )
     parser.add_argument("--k", type=int, default=3, help="partitions the late batch touches")
     parser.add_argument(
@@ -64,19 +85,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--lookback-days",
         type=int,
-        help=f"static lookback to compare with (default {DEFAULT['lookback_days']})",
+        help=f"static lookback to compare with (default {preset['lookback_days']})",
     )
-    parser.add_argument("--repeat", type=int, help=f"runs per variant; medians reported (default {DEFAULT['repeat']})")
+    parser.add_argument(
+        "--landing-days",
+        type=int,
+        default=Scale.landing_days,
+        help="arrival days of history landed together, in one ingest call per source (1-7, default %(default)s)",
+    )
+    parser.add_argument("--repeat", type=int, help=f"runs per variant; medians reported (default {preset['repeat']})")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--variants",
-        default=",".join(VARIANTS),
-        help="comma-separated subset of " + ",".join(VARIANTS),
+        default=",".join(preset["variants"]),
+        help="comma-separated subset of " + ",".join(VARIANTS) + " (default %(default)s)",
     )
     parser.add_argument(
         "--no-tests",
         action="store_true",
-        help="dbt build without data tests (models and snapshots only; --smoke implies it)",
+        help="dbt build without data tests (models, seeds and snapshots only); by default builds run them too",
     )
     parser.add_argument(
         "--select",
@@ -107,14 +134,23 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"adds variant {PATCHED!r}: the incremental build of the project with this diff applied, "
         "from the same starting tables (what a proposed change saves; gold must not change); repeatable",
     )
-    parser.add_argument("--schema", help="dbt target schema (default bench, bench_smoke)")
+    parser.add_argument(
+        "--schema",
+        help="dbt target schema (default: bench_d<days>_e<events per day>; bench_smoke with --smoke)"
+        if not sweep
+        else "prefix of the schemas, one per length (default bench: bench_d<days>_e<events per day>)",
+    )
     parser.add_argument("--target", default="local", help="dbt target (profiles/profiles.yml)")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where data, state and results go")
+    parser.add_argument(
+        "--fresh", action="store_true", help="land the data again even when this scale's landing can be reused"
+    )
     return parser
 
 
-def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    preset = SMOKE if args.smoke else DEFAULT
+def config_from_args(args: argparse.Namespace, sweep: bool = False) -> BenchConfig:
+    smoke = getattr(args, "smoke", False)
+    preset = SWEEP if sweep else SMOKE if smoke else DEFAULT
     if args.git_ref and args.project_source:
         raise SystemExit("bench: --git-ref and --project-source are exclusive")
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
@@ -124,29 +160,42 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     if args.candidate_patch:
         variants += (PATCHED,)
     scale = Scale(
-        days=args.days or preset["days"],
+        days=min(sweep_days(args.days)) if sweep else args.days or preset["days"],
         events_per_day=args.events_per_day or preset["events_per_day"],
         k=args.k,
         late_events_per_partition=args.late_events,
         seed=args.seed,
+        landing_days=args.landing_days,
     )
     return BenchConfig(
         scale=scale,
-        schema=args.schema or ("bench_smoke" if args.smoke else "bench"),
+        # A sweep names a schema per length (tooling.bench.sweep).
+        schema=args.schema or ("bench_smoke" if smoke else schema_for(scale)),
         repeat=args.repeat or preset["repeat"],
         lookback_days=args.lookback_days or preset["lookback_days"],
         variants=variants,
-        with_tests=not (args.no_tests or args.smoke),
+        with_tests=not (args.no_tests or smoke),
         git_ref=args.git_ref,
         patches=tuple(args.patch),
         candidate_patches=tuple(args.candidate_patch),
         project_source=args.project_source.resolve() if args.project_source else None,
-        select=args.select or (SMOKE_SELECT if args.smoke else None),
+        select=args.select or (SMOKE_SELECT if smoke else None),
         target=args.target,
         table_format=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
         results_dir=args.results_dir.resolve(),
-        mode="smoke" if args.smoke else "default",
+        mode="sweep" if sweep else "smoke" if smoke else "default",
+        fresh=args.fresh,
     )
+
+
+def sweep_days(text: str) -> list[int]:
+    try:
+        days = sorted({int(d) for d in text.split(",") if d.strip()})
+    except ValueError:
+        raise ValueError(f"--days {text!r}: comma-separated numbers of days, e.g. 30,60,120") from None
+    if len(days) < 2:
+        raise ValueError(f"--days {text!r}: a sweep needs at least two history lengths")
+    return days
 
 
 def print_summary(report: dict[str, Any], paths: Sequence[Path]) -> None:
@@ -162,38 +211,49 @@ def print_summary(report: dict[str, Any], paths: Sequence[Path]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sweep = bool(argv) and argv[0] == "sweep"
+    args = build_parser(sweep).parse_args(argv[1:] if sweep else argv)
     try:
-        cfg = config_from_args(args)
+        cfg = config_from_args(args, sweep)
+        days = sweep_days(args.days) if sweep else []
     except ValueError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
     if cfg.table_format != "iceberg":
         print("bench: error: the benchmark reads Iceberg metadata; use iceberg", file=sys.stderr)
         return 2
-    # Before Spark starts: its own state dir and schema.
-    state = state_dir_for(cfg.results_dir, cfg.schema)
-    os.environ["LATECOMER_STATE_DIR"] = str(state)
-    os.environ["LATECOMER_SCHEMA"] = cfg.schema
+    # Before Spark starts: the results dir's own metastore and warehouse.
+    os.environ["LATECOMER_STATE_DIR"] = str(state_dir_for(cfg.results_dir))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # A full build runs several hundred queries; keep the metrics of all of them.
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.sql.ui.retainedExecutions=5000 {submit_args}"
-    shared = os.environ.get("LATECOMER_METASTORE_URI") or os.environ.get("LATECOMER_WAREHOUSE")
-    if not shared:
-        shutil.rmtree(state, ignore_errors=True)
 
     from python_jobs.spark_config import get_spark  # after the environment above is set
 
     spark = get_spark(cfg.table_format)
     try:
-        report = run_benchmark(spark, cfg, on_progress=lambda r: write_results(r, cfg.results_dir))
-        paths = write_results(report, cfg.results_dir)
-        print_summary(report, paths)
+        if sweep:
+            from tooling.bench.sweep import render_sweep, run_sweep, write_sweep
+
+            result = run_sweep(
+                spark,
+                cfg,
+                days,
+                schema_prefix=args.schema or "bench",
+                on_progress=lambda s: write_sweep(s, cfg.results_dir),
+            )
+            paths = write_sweep(result, cfg.results_dir)
+            print()
+            print(render_sweep(result))
+            for path in paths:
+                print(f"bench: wrote {path}")
+        else:
+            from tooling.bench.runner import run_benchmark
+
+            report = run_benchmark(spark, cfg, on_progress=lambda r: write_results(r, cfg.results_dir))
+            print_summary(report, write_results(report, cfg.results_dir))
     finally:
         spark.stop()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,17 +5,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tooling.synthetic import Scale
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO_ROOT / "bench_results"
-VARIANTS = ("incremental", "lookback", "full_refresh")
+# floor: the late batch applied by a plain PySpark job (tooling.bench.floor);
+# nothing_new: a build with nothing landed since the initial one.
+FLOOR = "floor"
+NOTHING_NEW = "nothing_new"
+VARIANTS = ("incremental", "lookback", "full_refresh", FLOOR, NOTHING_NEW)
 # The incremental build of the project with --candidate-patch applied, from the
 # same starting tables: what a proposed change saves, and that gold is unchanged.
 PATCHED = "patched"
-DEFAULT = {"days": 60, "events_per_day": 100_000, "lookback_days": 15, "repeat": 3}
-SMOKE = {"days": 5, "events_per_day": 1_000, "lookback_days": 2, "repeat": 1}
+# The dbt builds of the late batch: their gold and silver must come out the same.
+SAME_RESULT = ("incremental", "lookback", "full_refresh", PATCHED)
+DEFAULT: dict[str, Any] = {
+    "days": 60,
+    "events_per_day": 100_000,
+    "lookback_days": 15,
+    "repeat": 3,
+    "variants": VARIANTS,
+}
+SMOKE: dict[str, Any] = {**DEFAULT, "days": 5, "events_per_day": 1_000, "lookback_days": 2, "repeat": 1}
+# python -m tooling.bench sweep: the same late batch at each history length.
+SWEEP: dict[str, Any] = {
+    **DEFAULT,
+    "days": (30, 60, 120),
+    "events_per_day": 20_000,
+    "variants": ("incremental", "full_refresh", FLOOR),
+}
 # What --smoke builds: the late-arrival path only (the other gold models add time, not checks).
 SMOKE_SELECT = "+gold_daily_revenue +late_arrival_audit"
 GOLD_MODEL = "gold_daily_revenue"
@@ -60,6 +80,7 @@ class BenchConfig:
     table_format: str = "iceberg"
     results_dir: Path = RESULTS_DIR
     mode: str = "default"
+    fresh: bool = False  # land again even when this scale's landing can be reused
     log: Callable[[str], None] = print
 
     @property
@@ -83,5 +104,12 @@ class BenchConfig:
         return self.results_dir / "logs"
 
 
-def state_dir_for(results_dir: Path, schema: str) -> Path:
-    return results_dir / f"state-{schema}"
+def schema_for(scale: Scale, prefix: str = "bench") -> str:
+    """The schema a scale lands and builds in by default: one per scale, so
+    that its landing can be reused (tooling.bench.landing)."""
+    return f"{prefix}_d{scale.days}_e{scale.events_per_day}"
+
+
+def state_dir_for(results_dir: Path) -> Path:
+    """Metastore and warehouse of the runs that write to ``results_dir``."""
+    return results_dir / "state"

@@ -45,4 +45,3 @@ def peak_memory(spark: SparkSession) -> dict[str, Any]:
     except Exception:
         pass
     return out
-

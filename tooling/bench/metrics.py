@@ -193,4 +193,3 @@ def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
 def _metric_number(text: str) -> int | None:
     cleaned = text.replace(",", "").strip()
     return int(cleaned) if cleaned.isdigit() else None
-

@@ -91,6 +91,7 @@ def run_dbt(
     }
     return DbtRun(seconds=seconds, nodes=nodes, failed_nodes=failed_nodes)
 
+
 def snapshot_project(cfg: BenchConfig, patched: bool = False) -> Path:
     """Copy the dbt project for this run: from the working tree as it is now,
     from ``cfg.project_source`` or from the git commit ``cfg.git_ref``, with

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.bench.config import PATCHED
+from tooling.bench.config import FLOOR, NOTHING_NEW, PATCHED, SAME_RESULT
 from tooling.bench.metrics import READ_TABLES
 
 
@@ -25,10 +25,16 @@ class Measurement:
     bronze_read: dict[str, Any]
     reads: dict[str, dict[str, Any]]
     gold_fingerprint: dict[str, Any]
+    silver_fingerprint: dict[str, Any] = field(default_factory=dict)
+    # Spark time of every SQL execution of the run (submission to completion).
+    spark_seconds: float = 0.0
+    # Table versions (Iceberg snapshots) committed, per table that got any.
+    versions_written: dict[str, int] = field(default_factory=dict)
     snapshots: dict[str, list[dict]] = field(default_factory=dict)
     queries: dict[str, Any] = field(default_factory=dict)
     lookback_window: list[str] | None = None
     failed_nodes: list[str] = field(default_factory=list)
+    floor: dict[str, Any] | None = None  # what the floor job did (tooling.bench.floor.FloorRun)
 
     def as_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -39,19 +45,46 @@ def _median(values: Iterable[float | int | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+# Node types that build tables: dbt models and the floor's steps.
+BUILDING = ("model", FLOOR)
+# Ratios reported: the incremental build against each of these.
+RATIOS = ("full_refresh", "lookback", FLOOR)
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return round(numerator / denominator, 3) if numerator is not None and denominator else None
+
+
+def _agree(prints: Iterable[dict[str, Any]]) -> bool | None:
+    distinct = {json.dumps(p, sort_keys=True) for p in prints}
+    return len(distinct) == 1 if distinct else None
+
+
 def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for variant in variants:
         runs = [m for m in measurements if m.variant == variant]
         if not runs:
             continue
-        models = sorted({n for m in runs for n, v in m.nodes.items() if v["type"] == "model"})
+        models = sorted({n for m in runs for n, v in m.nodes.items() if v["type"] in BUILDING})
         tables = sorted({t for m in runs for t in m.tables})
         summary[variant] = {
             "n": len(runs),
             "build_seconds": _median(m.seconds for m in runs),
-            "model_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] == "model") for m in runs),
-            "test_seconds": _median(sum(v["seconds"] for v in m.nodes.values() if v["type"] != "model") for m in runs),
+            "build_seconds_min": min(m.seconds for m in runs),
+            "build_seconds_max": max(m.seconds for m in runs),
+            "spark_seconds": _median(m.spark_seconds for m in runs),
+            "versions_written": _median(sum(m.versions_written.values()) for m in runs),
+            "versions_written_by_table": {
+                name: _median(m.versions_written.get(name, 0) for m in runs)
+                for name in sorted({n for m in runs for n in m.versions_written})
+            },
+            "model_seconds": _median(
+                sum(v["seconds"] for v in m.nodes.values() if v["type"] in BUILDING) for m in runs
+            ),
+            "test_seconds": _median(
+                sum(v["seconds"] for v in m.nodes.values() if v["type"] not in BUILDING) for m in runs
+            ),
             "models": {name: _median(m.nodes.get(name, {}).get("seconds") for m in runs) for name in models},
             "queries": {
                 name: {
@@ -88,10 +121,29 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
                 }
                 for table in READ_TABLES
             },
-            "gold_fingerprints_agree": len({json.dumps(m.gold_fingerprint) for m in runs}) == 1,
+            "gold_fingerprints_agree": _agree(m.gold_fingerprint for m in runs),
         }
-    prints = {json.dumps(m.gold_fingerprint, sort_keys=True) for m in measurements}
-    summary["all_variants_same_gold"] = len(prints) == 1 if prints else None
+    # The dbt builds of the late batch must agree; the floor is compared with
+    # the incremental build, and nothing_new has no late batch.
+    same = [m for m in measurements if m.variant in SAME_RESULT]
+    summary["all_variants_same_gold"] = _agree(m.gold_fingerprint for m in same)
+    summary["all_variants_same_silver"] = _agree(m.silver_fingerprint for m in same)
+    floor = [m for m in measurements if m.variant == FLOOR]
+    incremental = [m for m in measurements if m.variant == "incremental"]
+    if floor and incremental:
+        summary["floor_same_as_incremental"] = {
+            key: _agree([getattr(m, key) for m in floor + incremental])
+            for key in ("silver_fingerprint", "gold_fingerprint")
+        }
+    if "incremental" in summary:
+        summary["ratios"] = {
+            f"incremental/{other}": {
+                key: _ratio(summary["incremental"][key], summary[other][key])
+                for key in ("build_seconds", "spark_seconds")
+            }
+            for other in RATIOS
+            if other in summary
+        }
     return summary
 
 
@@ -99,7 +151,7 @@ def _mb(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e6:,.1f}"
 
 
-def _num(value: float | None, digits: int = 0) -> str:
+def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
@@ -115,6 +167,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "incremental": "incremental",
         "lookback": f"lookback {lookback}d",
         "full_refresh": "full refresh",
+        FLOOR: "floor",
+        NOTHING_NEW: "nothing new",
         PATCHED: "incremental + "
         + ", ".join(Path(p).stem for p in report["git"].get("candidate_patches", {}) or ["patch"]),
     }
@@ -140,18 +194,21 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{len(report['git']['uncommitted'])} uncommitted change(s)), {report['started_at']}; medians of "
         f"{report['config']['repeat']} run(s) per variant; tables restored between runs by "
         "register_table of their post-initial-load metadata",
+        f"- dbt build with data tests: {report['config']['with_tests']}; selection: "
+        f"{report['config']['select'] or 'everything'}",
         "",
         "## Initial load (one run)",
         "",
         "| step | seconds | events/s |",
         "|---|---:|---:|",
-        f"| ingest ({init['ingest']['calls']} calls) | {init['ingest']['seconds']:,.1f} | "
-        f"{_num(init['events_per_second']['ingest'])} |",
-        f"| dbt build (all) | {init['dbt_build_seconds']:,.1f} | {_num(init['events_per_second']['dbt_build'])} |",
+        f"| generate ({data['history_files']} files) | {fmt_num(data.get('generate_seconds'), 1)} | |",
+        f"| ingest ({init['ingest']['calls']} calls{', reused' if init.get('ingest_reused') else ''}) | "
+        f"{init['ingest']['seconds']:,.1f} | {fmt_num(init['events_per_second']['ingest'])} |",
+        f"| dbt build (all) | {init['dbt_build_seconds']:,.1f} | {fmt_num(init['events_per_second']['dbt_build'])} |",
     ]
     for model in ("silver_event_arrivals", "silver_events"):
         seconds = init["nodes"].get(model, {}).get("seconds")
-        lines.append(f"| {model} | {_num(seconds, 1)} | {_num(init['events_per_second'].get(model))} |")
+        lines.append(f"| {model} | {fmt_num(seconds, 1)} | {fmt_num(init['events_per_second'].get(model))} |")
     lines += [
         "",
         f"## The late batch, {len(variants)} ways (medians)",
@@ -163,16 +220,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     def row(label: str, fn: Callable[[dict], str]) -> None:
         lines.append(f"| {label} | " + " | ".join(fn(summary[v]) for v in variants) + " |")
 
-    row("dbt build, s", lambda s: _num(s["build_seconds"], 1))
-    row("models, s", lambda s: _num(s["model_seconds"], 1))
-    row("tests and snapshot, s", lambda s: _num(s["test_seconds"], 1))
+    row("build, s", lambda s: fmt_num(s["build_seconds"], 1))
+    row("build min - max, s", lambda s: f"{fmt_num(s['build_seconds_min'], 1)} - {fmt_num(s['build_seconds_max'], 1)}")
+    row("Spark time, s", lambda s: fmt_num(s["spark_seconds"], 1))
+    row("table versions written", lambda s: fmt_num(s["versions_written"]))
+    row("models (floor: steps), s", lambda s: fmt_num(s["model_seconds"], 1))
+    row("tests and snapshot, s", lambda s: fmt_num(s["test_seconds"], 1))
     gold_tables = sorted({t for v in variants for t, st in summary[v]["tables"].items() if t.startswith("gold")})
     for table in gold_tables:
         row(
             f"{table}: partitions written / total",
             lambda s, t=table: (
-                f"{_num(s['tables'].get(t, {}).get('partitions_written'))} / "
-                f"{_num(s['tables'].get(t, {}).get('partitions_total'))}"
+                f"{fmt_num(s['tables'].get(t, {}).get('partitions_written'))} / "
+                f"{fmt_num(s['tables'].get(t, {}).get('partitions_total'))}"
             ),
         )
         row(
@@ -181,7 +241,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         )
     row(
         "silver_events: partitions written",
-        lambda s: _num(s["tables"].get("silver_events", {}).get("partitions_written")),
+        lambda s: fmt_num(s["tables"].get("silver_events", {}).get("partitions_written")),
     )
     row(
         "silver_events: MB written",
@@ -194,12 +254,31 @@ def render_markdown(report: dict[str, Any]) -> str:
     for table in READ_TABLES:
         row(
             f"{table}: rows read (scans)",
-            lambda s, t=table: f"{_num(s['reads'][t]['rows'])} ({_num(s['reads'][t]['scans'])})",
+            lambda s, t=table: f"{fmt_num(s['reads'][t]['rows'])} ({fmt_num(s['reads'][t]['scans'])})",
         )
     row("bronze MB read", lambda s: _mb(s["bronze_bytes_read"]))
+    same = [labels[v] for v in variants if v in SAME_RESULT]
+    floor_check = summary.get("floor_same_as_incremental")
     lines += [
         "",
-        f"Gold fingerprint identical across variants: {summary.get('all_variants_same_gold')}.",
+        "Build: wall time of `dbt build` (floor: of the PySpark job). Spark time: the sum of the Spark SQL "
+        "executions' durations during it. Table versions: Iceberg snapshots committed.",
+        "",
+        f"Gold fingerprint identical across {', '.join(same)}: {summary.get('all_variants_same_gold')}; "
+        f"silver_events too: {summary.get('all_variants_same_silver')}.",
+        *(
+            [
+                f"Floor against incremental: same silver_events {floor_check['silver_fingerprint']}, "
+                f"same gold_daily_revenue measures {floor_check['gold_fingerprint']} (the floor keeps no versions)."
+            ]
+            if floor_check
+            else []
+        ),
+        *(
+            [f"Nothing new: table versions written {summary[NOTHING_NEW]['versions_written_by_table'] or 'none'}."]
+            if NOTHING_NEW in summary
+            else []
+        ),
         *(
             [
                 "Nodes that failed or were skipped (data tests, or models off the late-arrival path; "
@@ -208,6 +287,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             if any(r["failed_nodes"] for r in runs)
             else []
         ),
+        *_ratio_lines(summary.get("ratios", {}), labels),
         "",
         "## Rows read per model (medians)",
         "",
@@ -215,7 +295,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|" + "---:|" * len(variants),
         *[
             f"| {table}: {node} | "
-            + " | ".join(_num(summary[v]["reads"][table]["rows_by_node"].get(node)) for v in variants)
+            + " | ".join(fmt_num(summary[v]["reads"][table]["rows_by_node"].get(node)) for v in variants)
             + " |"
             for table in READ_TABLES
             for node in sorted({n for v in variants for n in summary[v]["reads"][table]["rows_by_node"]})
@@ -223,8 +303,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "## Model time per variant (medians)",
         "",
-        "Each cell: dbt's execution time of the model, s / Spark time of its queries, s (submission to",
-        "completion; analysis and planning are outside it) / number of Spark SQL queries it ran.",
+        "Each cell: dbt's execution time of the model (floor: wall time of the step), s / Spark time of its",
+        "queries, s (submission to completion; analysis and planning are outside it) / number of Spark SQL",
+        "queries it ran.",
         "",
         "| model | " + " | ".join(labels[v] for v in variants) + " |",
         "|---|" + "---:|" * len(variants),
@@ -235,13 +316,28 @@ def render_markdown(report: dict[str, Any]) -> str:
     def cell(variant: str, model: str) -> str:
         queries = summary[variant].get("queries", {}).get(model) or {}
         return (
-            f"{_num(summary[variant]['models'].get(model), 1)} / {_num(queries.get('spark_seconds'), 1)} / "
-            f"{_num(queries.get('queries'))}"
+            f"{fmt_num(summary[variant]['models'].get(model), 1)} / {fmt_num(queries.get('spark_seconds'), 1)} / "
+            f"{fmt_num(queries.get('queries'))}"
         )
 
     for model in models:
         lines.append(f"| {model} | " + " | ".join(cell(v, model) for v in variants) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _ratio_lines(ratios: dict[str, dict[str, float | None]], labels: dict[str, str]) -> list[str]:
+    if not ratios:
+        return []
+    lines = ["", "| incremental as a multiple of | build | Spark time |", "|---|---:|---:|"]
+    for pair, values in ratios.items():
+        other = pair.split("/")[1]
+        build, spark = fmt_times(values["build_seconds"]), fmt_times(values["spark_seconds"])
+        lines.append(f"| {labels.get(other, other)} | {build} | {spark} |")
+    return lines
+
+
+def fmt_times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def write_results(report: dict[str, Any], results_dir: Path) -> tuple[Path, Path]:
@@ -258,4 +354,3 @@ def write_results(report: dict[str, Any], results_dir: Path) -> tuple[Path, Path
         shutil.copyfile(json_path, results_dir / f"latest-{report['mode']}.json")
         shutil.copyfile(md_path, results_dir / f"latest-{report['mode']}.md")
     return json_path, md_path
-

@@ -4,18 +4,27 @@ the same starting tables (see :mod:`tooling.bench`)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from tooling.bench.checks import gold_fingerprint, lookback_window
-from tooling.bench.config import GOLD_MODEL, PATCHED, BenchConfig
+from tooling.bench.checks import gold_fingerprint, lookback_window, silver_fingerprint
+from tooling.bench.config import FLOOR, GOLD_MODEL, NOTHING_NEW, PATCHED, BenchConfig
+from tooling.bench.floor import run_floor
+from tooling.bench.landing import (
+    Landed,
+    forget_landed,
+    land,
+    landing_key,
+    metadata_files,
+    reusable_landing,
+    save_landed,
+)
 from tooling.bench.machine import machine_info, peak_memory
 from tooling.bench.metrics import ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
@@ -25,97 +34,128 @@ from tooling.bench.state import (
     capture,
     drop_schemas,
     iceberg_tables,
+    layer_of,
     restore,
     rewrite_stats,
+    schemas_of,
     snapshot_summaries,
     table_files,
+    versions_written,
 )
-from tooling.synthetic import Batch, History, generate
-
-
-def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
-    """Land ``batches`` through python_jobs.ingest, one call per (arrival, source)."""
-    from python_jobs import ingest
-
-    settings = ingest.IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
-    groups: dict[tuple[datetime, bool, str, str], list[Path]] = {}
-    for batch in batches:
-        groups.setdefault((batch.arrival_ts, batch.feed != "events", batch.feed, batch.source), []).append(batch.path)
-    totals = {feed: {"calls": 0, "rows": 0, "flagged": 0, "seconds": 0.0} for feed in ingest.FEEDS}
-    for (arrival_ts, _, feed, source), paths in sorted(groups.items()):
-        started = time.perf_counter()
-        results = ingest.ingest(spark, ingest.FEEDS[feed], source, paths, arrival_ts, settings, out=io.StringIO())
-        total = totals[feed]
-        total["seconds"] += time.perf_counter() - started
-        total["calls"] += 1
-        for r in results:
-            if r.skipped:
-                raise RuntimeError(f"{r.path} was already landed: the schema is not fresh")
-            total["rows"] += r.accepted + r.flagged
-            total["flagged"] += r.flagged
-    events = totals["events"]
-    return {
-        "calls": events["calls"],
-        "rows": events["rows"],
-        "flagged": events["flagged"],
-        "seconds": round(events["seconds"], 3),
-        "rows_per_second": round(events["rows"] / events["seconds"], 1) if events["seconds"] else None,
-        "other_feeds": {
-            feed: {**t, "seconds": round(t["seconds"], 3)}
-            for feed, t in totals.items()
-            if feed != "events" and t["calls"]
-        },
-    }
-
+from tooling.synthetic import History, generate
 
 
 def measure_variant(
-    spark: SparkSession, cfg: BenchConfig, history: History, variant: str, baseline: dict[str, TableState]
+    spark: SparkSession,
+    cfg: BenchConfig,
+    history: History,
+    variant: str,
+    start: dict[str, TableState],
+    late_ingest: dict[str, Any],
 ) -> Measurement:
+    """Put every table back to ``start`` and run ``variant`` once."""
     scale = history.scale
-    restore(spark, baseline, cfg.schema)
-    vars: dict[str, Any] = {"as_of": scale.late_as_of.isoformat()}
-    args = ["build"]
-    if variant == "full_refresh":
-        args.append("--full-refresh")
-    elif variant == "lookback":
-        vars["restate_lookback_days"] = cfg.lookback_days
+    restore(spark, start, cfg.schema)
     scans = ScanMetrics(spark)
     scans.start()
-    run = run_dbt(cfg, *args, vars=vars, spark=spark, patched=variant == PATCHED)
+    floor = None
+    if variant == FLOOR:
+        run = run_floor(
+            spark,
+            cfg.schema,
+            late_ingest["ingestion_ids"],
+            [date.fromisoformat(d) for d in late_ingest["arrival_dates"]],
+            scale.late_as_of,
+            cfg.project_dir,
+        )
+        nodes = {step: {"type": FLOOR, "seconds": secs, "status": "success"} for step, secs in run.steps.items()}
+        seconds, failed_nodes = run.seconds, []
+        floor = asdict(run)
+    else:
+        vars: dict[str, Any] = {"as_of": scale.late_as_of.isoformat()}
+        args = ["build"]
+        if variant == "full_refresh":
+            args.append("--full-refresh")
+        elif variant == "lookback":
+            vars["restate_lookback_days"] = cfg.lookback_days
+        build = run_dbt(cfg, *args, vars=vars, spark=spark, patched=variant == PATCHED)
+        seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
     reads = scans.collect()
     if not reads["bronze_events"]["complete"]:
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
     tables = {}
     snapshots = {}
     for table in iceberg_tables(spark, cfg.schema):
-        layer = table.split(".")[0].removeprefix(f"{cfg.schema}_")
+        layer = layer_of(table, cfg.schema)
         if layer not in ("silver", "gold"):
             continue
         name = table.split(".")[1]
-        before = baseline.get(table)
+        before = start.get(table)
         tables[name] = {"layer": layer, **rewrite_stats(before, table_files(spark, table))}
         if layer == "gold":
             snapshots[name] = snapshot_summaries(spark, table, before and before.snapshot_id)
     return Measurement(
         variant=variant,
         repeat=0,
-        seconds=round(run.seconds, 3),
-        nodes=run.nodes,
+        seconds=round(seconds, 3),
+        nodes=nodes,
         tables=tables,
         bronze_read=reads["bronze_events"],
         reads=reads,
         gold_fingerprint=gold_fingerprint(spark, cfg.schema),
+        silver_fingerprint=silver_fingerprint(spark, cfg.schema),
+        spark_seconds=scans.last_queries["spark_seconds"],
+        versions_written=versions_written(spark, start, cfg.schema),
         snapshots=snapshots,
         queries=scans.last_queries,
         lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == "lookback" else None),
-        failed_nodes=run.failed_nodes,
+        failed_nodes=failed_nodes,
+        floor=floor,
     )
 
 
+def land_once(spark: SparkSession, cfg: BenchConfig, history: History) -> tuple[Landed, bool]:
+    """Bronze holding the history only, as landed by this run or, when this
+    scale was landed before in the schema (:mod:`tooling.bench.landing`), as
+    recorded then; every other table is dropped. Returns the landing's record
+    and whether it was reused; a new record is complete once the late batch
+    has landed too (:func:`land_late`)."""
+    landed = None if cfg.fresh else reusable_landing(cfg, history)
+    if landed is not None:
+        spark.sql(f"create database if not exists {cfg.schema}_bronze")
+        restore(spark, {t: TableState(t, f, None, {}) for t, f in landed.history.items()}, cfg.schema)
+        for db in schemas_of(spark, cfg.schema):
+            if db != f"{cfg.schema}_bronze":
+                spark.sql(f"drop database if exists {db} cascade")
+        return landed, True
+    forget_landed(cfg)
+    for table in iceberg_tables(spark, cfg.schema, exclude_layers=()):
+        spark.sql(f"drop table {table} purge")
+    drop_schemas(spark, cfg.schema)
+    cfg.log(f"bench: landing {len(history.history)} history files in {cfg.schema}_bronze")
+    ingest = land(spark, cfg, history.history)
+    bronze = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()), with_files=False)
+    return Landed(landing_key(cfg, history), metadata_files(bronze), {}, ingest, {}), False
+
+
+def land_late(spark: SparkSession, cfg: BenchConfig, history: History, landed: Landed, reused: bool) -> None:
+    """Land the late batch (or put bronze back to it, when reused) and record
+    the landing."""
+    if reused:
+        late = {t: TableState(t, f, None, {}) for t, f in landed.late.items()}
+        restore(spark, late, cfg.schema, drop_others=False)
+        return
+    landed.late_ingest = land(spark, cfg, history.late)
+    tables = [t for t in iceberg_tables(spark, cfg.schema, exclude_layers=()) if layer_of(t, cfg.schema) == "bronze"]
+    landed.late = {
+        t: f for t, f in metadata_files(capture(spark, tables, with_files=False)).items() if t in landed.history
+    }
+    save_landed(cfg, landed)
+
 
 def run_benchmark(
-    spark: SparkSession, cfg: BenchConfig, on_progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    spark: SparkSession, cfg: BenchConfig, on_progress: Callable[[dict], None] | None = None
+) -> dict[str, Any]:
     """Generate, land, build, then measure every variant ``cfg.repeat`` times.
 
     ``on_progress`` gets the report so far after the initial load and after
@@ -148,9 +188,10 @@ def run_benchmark(
             "select": cfg.select,
             "target": cfg.target,
             "table_format": cfg.table_format,
-            "restore": "before each run, every non-bronze Iceberg table is dropped from the catalog "
-            "(with purge when a full refresh recreated it) and its metadata file of the end of the "
-            "initial build is registered again (system.register_table)",
+            "restore": "before each run, every Iceberg table is put back to its state at the start of the "
+            "variant: after the initial build, with the late batch landed in bronze (nothing_new: without "
+            "it); a table is dropped from the catalog (with purge when a full refresh recreated it) and "
+            "its metadata file of that moment is registered again (system.register_table)",
         },
     }
     snapshot_project(cfg)
@@ -161,18 +202,23 @@ def run_benchmark(
     history = generate(scale, cfg.data_dir)
     report["data"] = {**history.as_json(), "generate_seconds": round(time.perf_counter() - t0, 1)}
 
-    drop_schemas(spark, cfg.schema)
-    log(f"bench: landing {len(history.history)} history files in {cfg.schema}_bronze")
-    ingest_history = land(spark, cfg, history.history)
-    log(f"bench: landed {ingest_history['rows']:,} rows in {ingest_history['seconds']:.0f} s; initial dbt build")
+    t0 = time.perf_counter()
+    landed, reused = land_once(spark, cfg, history)
+    ingest_history = landed.history_ingest
+    log(
+        f"bench: {'reused the landing of' if reused else 'landed'} {ingest_history['rows']:,} rows "
+        f"in {time.perf_counter() - t0:.0f} s; initial dbt build"
+    )
     scans = ScanMetrics(spark)
     scans.start()
     initial = run_dbt(cfg, "build", vars={"as_of": scale.initial_as_of.isoformat()}, spark=spark)
     initial_reads = scans.collect()
-    baseline = capture(spark, iceberg_tables(spark, cfg.schema))
+    # Every table, bronze too: nothing_new starts from here.
+    baseline = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()))
     events = ingest_history["rows"]
     report["initial_load"] = {
         "ingest": ingest_history,
+        "ingest_reused": reused,
         "dbt_build_seconds": round(initial.seconds, 3),
         "nodes": initial.nodes,
         "failed_nodes": initial.failed_nodes,
@@ -187,6 +233,7 @@ def run_benchmark(
                 "partitions": len({v[0] for v in state.files.values()}),
             }
             for table, state in baseline.items()
+            if layer_of(table, cfg.schema) != "bronze"
         },
         "events_per_second": {
             "ingest": ingest_history["rows_per_second"],
@@ -198,7 +245,15 @@ def run_benchmark(
         },
     }
     log(f"bench: initial build {initial.seconds:.0f} s; landing the late batch")
-    report["late_batch"] = {"ingest": land(spark, cfg, history.late), "dates": history.late_dates, "k": scale.k}
+    land_late(spark, cfg, history, landed, reused)
+    bronze = [t for t in iceberg_tables(spark, cfg.schema, exclude_layers=()) if layer_of(t, cfg.schema) == "bronze"]
+    late_start = {**baseline, **capture(spark, bronze)}
+    report["late_batch"] = {
+        "ingest": landed.late_ingest,
+        "ingest_reused": reused,
+        "dates": history.late_dates,
+        "k": scale.k,
+    }
 
     measurements: list[Measurement] = []
 
@@ -217,16 +272,18 @@ def run_benchmark(
         shift = repeat % len(cfg.variants)
         for variant in list(cfg.variants[shift:]) + list(cfg.variants[:shift]):
             log(f"bench: repeat {repeat + 1}/{cfg.repeat}: {variant}")
-            m = measure_variant(spark, cfg, history, variant, baseline)
+            start = baseline if variant == NOTHING_NEW else late_start
+            m = measure_variant(spark, cfg, history, variant, start, landed.late_ingest)
             m.repeat = repeat + 1
             gold = m.tables.get(GOLD_MODEL, {})
             log(
-                f"bench:   {m.seconds:.1f} s, {GOLD_MODEL} partitions written "
-                f"{gold.get('partitions_written')}, bronze rows read {m.bronze_read['rows']:,}"
+                f"bench:   {m.seconds:.1f} s (Spark {m.spark_seconds:.1f} s), {GOLD_MODEL} partitions written "
+                f"{gold.get('partitions_written')}, table versions written {sum(m.versions_written.values())}, "
+                f"bronze rows read {m.bronze_read['rows']:,}"
             )
             measurements.append(m)
             progress()
-    restore(spark, baseline, cfg.schema)
+    restore(spark, late_start, cfg.schema)
     report["complete"] = True
     progress()
     return report
@@ -234,4 +291,3 @@ def run_benchmark(
 
 def _rate(events: int, seconds: float | None) -> float | None:
     return round(events / seconds, 1) if seconds else None
-

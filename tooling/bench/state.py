@@ -92,24 +92,25 @@ def capture(spark: SparkSession, tables: Sequence[str], with_files: bool = True)
     return states
 
 
-def restore(spark: SparkSession, states: Mapping[str, TableState], schema: str) -> None:
-    """Put the tables of ``states`` back to their state; tables of the
-    deployment created since are dropped with their files. Bronze (append-only)
-    is left alone unless ``states`` holds bronze tables."""
+def restore(spark: SparkSession, states: Mapping[str, TableState], schema: str, drop_others: bool = True) -> None:
+    """Put the tables of ``states`` back to their state. With ``drop_others``,
+    the deployment's other tables (created since) are dropped with their
+    files, except bronze (append-only) when ``states`` holds no bronze table."""
     with_bronze = any(layer_of(table, schema) == "bronze" for table in states)
-    for table in iceberg_tables(spark, schema, exclude_layers=() if with_bronze else ("bronze",)):
+    others = iceberg_tables(spark, schema, exclude_layers=() if with_bronze else ("bronze",)) if drop_others else []
+    for table in others:
         if table not in states:  # created after the capture: not ours to keep
             spark.sql(f"drop table {table} purge")
     for table, state in states.items():
         if spark.catalog.tableExists(table):
             if current_metadata_file(spark, table) == state.metadata_file:
                 continue
-            same_lineage = spark.sql(
-                f"select count(*) from {table}.metadata_log_entries where file = '{state.metadata_file}'"
-            ).collect()[0][0]
-            # A recreated table (full refresh) shares no file with the captured
-            # one: purge deletes its own files only.
-            spark.sql(f"drop table {table}{'' if same_lineage else ' purge'}")
+            # A table recreated since (full refresh) shares no snapshot, and so
+            # no file, with the captured one: purge deletes its own files only.
+            # Any other table, older or newer than the capture, is dropped
+            # from the catalog only.
+            recreated = bool(state.snapshot_ids) and not (snapshot_ids(spark, table) & state.snapshot_ids)
+            spark.sql(f"drop table {table}{' purge' if recreated else ''}")
         spark.sql(
             f"call spark_catalog.system.register_table(table => '{table}', metadata_file => '{state.metadata_file}')"
         ).collect()

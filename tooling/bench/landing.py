@@ -1,0 +1,122 @@
+"""Landing the synthetic data through python_jobs.ingest, once per scale.
+
+Files land in as few ingest calls as ingest allows: one per arrival time and
+source, with every file of that landing. Once a scale's history and late
+batch have landed in a schema, the metadata files of its bronze tables at
+both moments are recorded (``<results>/landed/<schema>.json``); a later run
+of the same scale, data and ingest code in the same state dir puts bronze
+back to them instead of landing again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from tooling.bench.config import REPO_ROOT, BenchConfig
+from tooling.bench.state import TableState
+from tooling.synthetic import Batch, History
+
+
+def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
+    """Land ``batches`` through python_jobs.ingest, one call per (arrival, feed, source)."""
+    from python_jobs import ingest
+
+    settings = ingest.IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
+    groups: dict[tuple[datetime, bool, str, str], list[Path]] = {}
+    for batch in batches:
+        groups.setdefault((batch.arrival_ts, batch.feed != "events", batch.feed, batch.source), []).append(batch.path)
+    totals: dict[str, dict[str, Any]] = {
+        feed: {"calls": 0, "files": 0, "rows": 0, "flagged": 0, "seconds": 0.0} for feed in ingest.FEEDS
+    }
+    ingestion_ids: list[str] = []
+    for (arrival_ts, _, feed, source), paths in sorted(groups.items()):
+        started = time.perf_counter()
+        results = ingest.ingest(spark, ingest.FEEDS[feed], source, paths, arrival_ts, settings, out=io.StringIO())
+        total = totals[feed]
+        total["seconds"] += time.perf_counter() - started
+        total["calls"] += 1
+        total["files"] += len(paths)
+        for r in results:
+            if r.skipped:
+                raise RuntimeError(f"{r.path} was already landed: the schema is not fresh")
+            total["rows"] += r.accepted + r.flagged
+            total["flagged"] += r.flagged
+            if feed == "events":
+                ingestion_ids.append(r.ingestion_id)
+    events = totals["events"]
+    return {
+        "calls": events["calls"],
+        "files": events["files"],
+        "rows": events["rows"],
+        "flagged": events["flagged"],
+        "seconds": round(events["seconds"], 3),
+        "rows_per_second": round(events["rows"] / events["seconds"], 1) if events["seconds"] else None,
+        "ingestion_ids": sorted(set(ingestion_ids)),
+        "arrival_dates": sorted({str(b.arrival_ts.date()) for b in batches if b.feed == "events"}),
+        "other_feeds": {
+            feed: {**t, "seconds": round(t["seconds"], 3)}
+            for feed, t in totals.items()
+            if feed != "events" and t["calls"]
+        },
+    }
+
+
+@dataclass
+class Landed:
+    """A scale landed in a schema: bronze's metadata files after the history
+    and after the late batch, and what ingest reported for each."""
+
+    key: str
+    history: dict[str, str]
+    late: dict[str, str]
+    history_ingest: dict[str, Any]
+    late_ingest: dict[str, Any]
+
+
+def landing_key(cfg: BenchConfig, history: History) -> str:
+    """What landed bronze depends on: the data, the ingest code, the format."""
+    ingest_code = hashlib.sha1((REPO_ROOT / "python_jobs" / "ingest.py").read_bytes()).hexdigest()[:12]
+    return f"{history.scale.key()}|ingest {ingest_code}|{cfg.table_format}"
+
+
+def _record_path(cfg: BenchConfig) -> Path:
+    return cfg.results_dir / "landed" / f"{cfg.schema}.json"
+
+
+def save_landed(cfg: BenchConfig, landed: Landed) -> None:
+    path = _record_path(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(asdict(landed), indent=1))
+
+
+def forget_landed(cfg: BenchConfig) -> None:
+    _record_path(cfg).unlink(missing_ok=True)
+
+
+def metadata_files(states: dict[str, TableState]) -> dict[str, str]:
+    return {table: state.metadata_file for table, state in states.items()}
+
+
+def reusable_landing(cfg: BenchConfig, history: History) -> Landed | None:
+    """The record of this scale's landing in ``cfg.schema``, if its metadata
+    files are all still there."""
+    path = _record_path(cfg)
+    if not path.exists():
+        return None
+    landed = Landed(**json.loads(path.read_text()))
+    if landed.key != landing_key(cfg, history):
+        return None
+    files = [*landed.history.values(), *landed.late.values()]
+    if not all(Path(f.removeprefix("file:")).exists() for f in files):
+        return None
+    return landed
