@@ -25,19 +25,20 @@ def test_same_scale_same_bytes(tmp_path):
 
 
 def test_longer_history_keeps_recent_days_and_the_late_batch(tmp_path):
-    short = generate(Scale(days=45, events_per_day=100), tmp_path)
-    long = generate(Scale(days=50, events_per_day=100), tmp_path)
+    short = generate(Scale(days=50, events_per_day=100), tmp_path)
+    long = generate(Scale(days=60, events_per_day=100), tmp_path)
     assert short.late_dates == long.late_dates
     assert [b.path.read_bytes() for b in short.late] == [b.path.read_bytes() for b in long.late]
-    # A file gets events up to 40 days old: the short history's files of its
-    # last 5 arrival days are the long one's, byte for byte.
+    # A line arrives at most 40 days after its event: the last landing (the
+    # last 7 days' arrivals) is the same bytes when both histories reach back
+    # 47 days; the first landings differ.
     short_files = [b for b in short.history if b.feed == "events"]
     long_files = {b.path.name: b for b in long.history if b.feed == "events"}
-    assert len(short_files) == 2 * 45 and len(long_files) == 2 * 50
-    for batch in short_files[-10:]:
+    assert len(short_files) == 2 * 8 and len(long_files) == 2 * 9  # weekly landings, web and mobile
+    for batch in short_files[-2:]:
         assert batch.path.read_bytes() == long_files[batch.path.name].path.read_bytes()
     assert short_files[0].path.read_bytes() != long_files[short_files[0].path.name].path.read_bytes()
-    assert long.stats["events"] == 50 * 100 and short.stats["events"] == 45 * 100
+    assert long.stats["events"] == 60 * 100 and short.stats["events"] == 50 * 100
 
 
 def test_mix_and_landings(tmp_path):

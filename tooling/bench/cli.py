@@ -91,7 +91,7 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         "--landing-days",
         type=int,
         default=Scale.landing_days,
-        help="arrival days of history landed together, in one ingest call per source (1-7, default %(default)s)",
+        help="arrival days of history landed together, one file and ingest call per source (1-7, default %(default)s)",
     )
     parser.add_argument("--repeat", type=int, help=f"runs per variant; medians reported (default {preset['repeat']})")
     parser.add_argument("--seed", type=int, default=7)

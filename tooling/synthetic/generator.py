@@ -3,10 +3,10 @@
 Writes NDJSON landing files in the ingest contract (see python_jobs.ingest),
 with the mix of the sample data at any scale:
 
-* one file per arrival day and source (web and mobile; a few mobile events
-  come without event_id, so they get surrogate keys); the files of
-  ``landing_days`` consecutive arrival days land together, at the midnight
-  after the last of them (one ingest call per landing and source);
+* the events of ``landing_days`` consecutive arrival days land together, at
+  the midnight after the last of them, in one file per source (web and
+  mobile; a few mobile events come without event_id, so they get surrogate
+  keys): one ingest call per file;
 * most events arrive in the file of their own event day, some 1-3 days late,
   a few 4-20 days late, a very few beyond the 30-day watermark (quarantined);
 * duplicates within a file and re-deliveries in a later file;
@@ -47,7 +47,7 @@ DAY = 86_400
 # Days are numbered from EPOCH; every history ends on day LAST_DAY (2025-12-30).
 MAX_DAYS = 730
 LAST_DAY = MAX_DAYS - 1
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -135,12 +135,15 @@ class Scale:
     def date_of(self, day: int) -> date:
         return (EPOCH + timedelta(days=day)).date()
 
+    def landing_end(self, arrival_day: int) -> int:
+        """The last arrival day of the landing that ``arrival_day`` belongs to.
+        Landings are counted back from the last day, so one always ends there."""
+        return self.last_day - (self.last_day - arrival_day) // self.landing_days * self.landing_days
+
     def arrival_ts(self, arrival_day: int) -> datetime:
-        """When the file of arrival day ``a`` lands: at the midnight (UTC) after
-        the last day of its landing, the landings counted back from the last
-        day, so that one always ends a landing."""
-        landing_end = self.last_day - (self.last_day - arrival_day) // self.landing_days * self.landing_days
-        return EPOCH + timedelta(days=landing_end + 1)
+        """When the lines of arrival day ``a`` land: at the midnight (UTC) after
+        the last day of its landing."""
+        return EPOCH + timedelta(days=self.landing_end(arrival_day) + 1)
 
     @property
     def late_arrival_ts(self) -> datetime:
@@ -258,16 +261,18 @@ class _Event:
 
 
 class _Writer:
-    """Landing files, one per (arrival day, source), buffered in memory and
-    written whole: :meth:`flush` once no more lines can arrive for a day."""
+    """Landing files, one per landing and source: the lines of each arrival
+    day are buffered and, once the landing's last day has been generated,
+    written in arrival-day order as one file (one file per ingest call)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, landing_end: Callable[[int], int]) -> None:
         self.folder = folder
-        self.buffers: dict[tuple[int, str], list[str]] = {}
-        self.lines: dict[tuple[int, str], int] = {}
+        self.landing_end = landing_end
+        self.buffers: dict[tuple[int, str], list[str]] = {}  # (arrival day, source) -> lines
+        self.lines: dict[tuple[int, str], int] = {}  # (landing's last day, source) -> lines written
 
-    def path(self, arrival_day: int, source: str) -> Path:
-        return self.folder / f"arrival_{arrival_day:03d}_{source}.ndjson"
+    def path(self, landing_end: int, source: str) -> Path:
+        return self.folder / f"landing_{landing_end:03d}_{source}.ndjson"
 
     def write(self, arrival_day: int, source: str, text: str) -> None:
         buffer = self.buffers.get((arrival_day, source))
@@ -276,12 +281,17 @@ class _Writer:
         buffer.append(text)
 
     def flush(self, through_day: int | None = None) -> None:
-        """Write the files of arrival days up to ``through_day`` (all by default)."""
-        for key in sorted(k for k in self.buffers if through_day is None or k[0] <= through_day):
-            buffer = self.buffers.pop(key)
-            with self.path(*key).open("w") as handle:
-                handle.write("".join(buffer))
-            self.lines[key] = len(buffer)
+        """Write the landings whose last day is ``through_day`` or earlier (all
+        by default): no more lines can arrive on a day already generated."""
+        files: dict[tuple[int, str], list[str]] = {}
+        for day, source in sorted(self.buffers):
+            end = self.landing_end(day)
+            if through_day is None or end <= through_day:
+                files.setdefault((end, source), []).extend(self.buffers.pop((day, source)))
+        for (end, source), lines in files.items():
+            with self.path(end, source).open("w") as handle:
+                handle.write("".join(lines))
+            self.lines[(end, source)] = len(lines)
 
 
 def _binomial(rand: Callable[[], float], trials: int, p: float) -> int:
@@ -328,7 +338,7 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
     random draws are plain ``random()`` calls, and files are written whole."""
     mix = scale.mix
     last = scale.last_day
-    writer = _Writer(folder)
+    writer = _Writer(folder, scale.landing_end)
     stats = dict.fromkeys(
         (
             "events",
@@ -459,11 +469,11 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
                 stats["malformed"] += 1
             if source.name == "web" and rand() < 0.5:
                 writer.write(day, source.name, "\n")  # a blank line: not data
-        writer.flush(through_day=day)  # nothing arrives on a day already generated
+        writer.flush(through_day=day)
     writer.flush()
     batches = [
-        Batch(source, scale.arrival_ts(day), writer.path(day, source), writer.lines[(day, source)])
-        for day, source in sorted(writer.lines)
+        Batch(source, scale.arrival_ts(end), writer.path(end, source), writer.lines[(end, source)])
+        for end, source in sorted(writer.lines)
     ]
     return batches, stats, known
 
@@ -508,7 +518,7 @@ def _write_customers(scale: Scale, folder: Path) -> list[Batch]:
 def _write_late_batch(scale: Scale, folder: Path, known: dict[int, list[_Event]]) -> list[Batch]:
     rng = random.Random(f"{scale.seed}:late")
     arrival_day = scale.last_day + 2
-    writer = _Writer(folder)
+    writer = _Writer(folder, landing_end=lambda day: day)
     days = scale.late_days
     per_source = {s.name: s for s in SOURCES}
     for rank, day in enumerate(sorted(days, reverse=True)):
@@ -561,8 +571,8 @@ def _write_late_batch(scale: Scale, folder: Path, known: dict[int, list[_Event]]
     writer.write(arrival_day, "mobile", nokey.line())
     writer.flush()
     return [
-        Batch(source, scale.late_arrival_ts, writer.path(day, source), writer.lines[(day, source)])
-        for day, source in sorted(writer.lines)
+        Batch(source, scale.late_arrival_ts, writer.path(end, source), writer.lines[(end, source)])
+        for end, source in sorted(writer.lines)
     ]
 
 
