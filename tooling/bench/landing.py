@@ -1,7 +1,7 @@
 """Landing the synthetic data through python_jobs.ingest, once per scale.
 
-Files land in as few ingest calls as ingest allows: one per arrival time and
-source, with every file of that landing. Once a scale's history and late
+Files land in as few ingest calls as ingest allows: one per arrival time,
+feed and source, with every file of that landing (the generator writes one). Once a scale's history and late
 batch have landed in a schema, the metadata files of its bronze tables at
 both moments are recorded (``<results>/landed/<schema>.json``); a later run
 of the same scale, data and ingest code in the same state dir puts bronze
@@ -23,7 +23,15 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from tooling.bench.config import REPO_ROOT, BenchConfig
-from tooling.bench.state import TableState
+from tooling.bench.state import (
+    TableState,
+    bronze_tables,
+    capture,
+    drop_schemas,
+    iceberg_tables,
+    restore,
+    schemas_of,
+)
 from tooling.synthetic import Batch, History
 
 
@@ -120,3 +128,44 @@ def reusable_landing(cfg: BenchConfig, history: History) -> Landed | None:
     if not all(Path(f.removeprefix("file:")).exists() for f in files):
         return None
     return landed
+
+
+def land_once(spark: SparkSession, cfg: BenchConfig, history: History) -> tuple[Landed, bool]:
+    """Bronze holding the history only, as landed by this run or, when this
+    scale was landed before in the schema, as recorded then; every other
+    table is dropped. Returns the landing's record
+    and whether it was reused; a new record is complete once the late batch
+    has landed too (:func:`land_late`)."""
+    landed = None if cfg.fresh else reusable_landing(cfg, history)
+    if landed is not None:
+        spark.sql(f"create database if not exists {cfg.schema}_bronze")
+        restore(spark, _states(landed.history), cfg.schema)
+        for db in schemas_of(spark, cfg.schema):
+            if db != f"{cfg.schema}_bronze":
+                spark.sql(f"drop database if exists {db} cascade")
+        return landed, True
+    forget_landed(cfg)
+    for table in iceberg_tables(spark, cfg.schema, exclude_layers=()):
+        spark.sql(f"drop table {table} purge")
+    drop_schemas(spark, cfg.schema)
+    cfg.log(f"bench: landing {len(history.history)} history files in {cfg.schema}_bronze")
+    ingest = land(spark, cfg, history.history)
+    bronze = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()), with_files=False)
+    return Landed(landing_key(cfg, history), metadata_files(bronze), {}, ingest, {}), False
+
+
+def land_late(spark: SparkSession, cfg: BenchConfig, history: History, landed: Landed, reused: bool) -> None:
+    """Land the late batch (or put bronze back to it, when reused) and record
+    the landing."""
+    if reused:
+        restore(spark, _states(landed.late), cfg.schema, drop_others=False)
+        return
+    landed.late_ingest = land(spark, cfg, history.late)
+    bronze = capture(spark, bronze_tables(spark, cfg.schema), with_files=False)
+    landed.late = {t: f for t, f in metadata_files(bronze).items() if t in landed.history}
+    save_landed(cfg, landed)
+
+
+def _states(metadata: dict[str, str]) -> dict[str, TableState]:
+    """Recorded metadata files as states to restore (bronze: never purged)."""
+    return {table: TableState(table, file, None, {}) for table, file in metadata.items()}

@@ -16,28 +16,19 @@ from pyspark.sql import SparkSession
 from tooling.bench.checks import gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import FLOOR, GOLD_MODEL, NOTHING_NEW, PATCHED, BenchConfig
 from tooling.bench.floor import run_floor
-from tooling.bench.landing import (
-    Landed,
-    forget_landed,
-    land,
-    landing_key,
-    metadata_files,
-    reusable_landing,
-    save_landed,
-)
+from tooling.bench.landing import land_late, land_once
 from tooling.bench.machine import machine_info, peak_memory
 from tooling.bench.metrics import ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
 from tooling.bench.state import (
     TableState,
+    bronze_tables,
     capture,
-    drop_schemas,
     iceberg_tables,
     layer_of,
     restore,
     rewrite_stats,
-    schemas_of,
     snapshot_summaries,
     table_files,
     versions_written,
@@ -112,45 +103,6 @@ def measure_variant(
         failed_nodes=failed_nodes,
         floor=floor,
     )
-
-
-def land_once(spark: SparkSession, cfg: BenchConfig, history: History) -> tuple[Landed, bool]:
-    """Bronze holding the history only, as landed by this run or, when this
-    scale was landed before in the schema (:mod:`tooling.bench.landing`), as
-    recorded then; every other table is dropped. Returns the landing's record
-    and whether it was reused; a new record is complete once the late batch
-    has landed too (:func:`land_late`)."""
-    landed = None if cfg.fresh else reusable_landing(cfg, history)
-    if landed is not None:
-        spark.sql(f"create database if not exists {cfg.schema}_bronze")
-        restore(spark, {t: TableState(t, f, None, {}) for t, f in landed.history.items()}, cfg.schema)
-        for db in schemas_of(spark, cfg.schema):
-            if db != f"{cfg.schema}_bronze":
-                spark.sql(f"drop database if exists {db} cascade")
-        return landed, True
-    forget_landed(cfg)
-    for table in iceberg_tables(spark, cfg.schema, exclude_layers=()):
-        spark.sql(f"drop table {table} purge")
-    drop_schemas(spark, cfg.schema)
-    cfg.log(f"bench: landing {len(history.history)} history files in {cfg.schema}_bronze")
-    ingest = land(spark, cfg, history.history)
-    bronze = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()), with_files=False)
-    return Landed(landing_key(cfg, history), metadata_files(bronze), {}, ingest, {}), False
-
-
-def land_late(spark: SparkSession, cfg: BenchConfig, history: History, landed: Landed, reused: bool) -> None:
-    """Land the late batch (or put bronze back to it, when reused) and record
-    the landing."""
-    if reused:
-        late = {t: TableState(t, f, None, {}) for t, f in landed.late.items()}
-        restore(spark, late, cfg.schema, drop_others=False)
-        return
-    landed.late_ingest = land(spark, cfg, history.late)
-    tables = [t for t in iceberg_tables(spark, cfg.schema, exclude_layers=()) if layer_of(t, cfg.schema) == "bronze"]
-    landed.late = {
-        t: f for t, f in metadata_files(capture(spark, tables, with_files=False)).items() if t in landed.history
-    }
-    save_landed(cfg, landed)
 
 
 def run_benchmark(
@@ -246,8 +198,7 @@ def run_benchmark(
     }
     log(f"bench: initial build {initial.seconds:.0f} s; landing the late batch")
     land_late(spark, cfg, history, landed, reused)
-    bronze = [t for t in iceberg_tables(spark, cfg.schema, exclude_layers=()) if layer_of(t, cfg.schema) == "bronze"]
-    late_start = {**baseline, **capture(spark, bronze)}
+    late_start = {**baseline, **capture(spark, bronze_tables(spark, cfg.schema))}
     report["late_batch"] = {
         "ingest": landed.late_ingest,
         "ingest_reused": reused,

@@ -47,6 +47,11 @@ def iceberg_tables(spark: SparkSession, schema: str, exclude_layers: Iterable[st
     return sorted(tables)
 
 
+def bronze_tables(spark: SparkSession, schema: str) -> list[str]:
+    """The Iceberg tables of the deployment's bronze layer."""
+    return [t for t in iceberg_tables(spark, schema, exclude_layers=()) if layer_of(t, schema) == "bronze"]
+
+
 def layer_of(table: str, schema: str) -> str:
     """``<schema>_silver.x`` -> ``silver``."""
     return table.split(".")[0].removeprefix(f"{schema}_")
