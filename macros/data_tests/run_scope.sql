@@ -30,7 +30,8 @@
 
 {#- 'run' (only what this build wrote) or 'all'. -#}
 {% macro data_tests_scope() -%}
-    {%- set scope = var('data_tests', none) or ('run' if flags.WHICH == 'build' else 'all') -%}
+    {%- set command = flags.WHICH if flags is defined else none -%}
+    {%- set scope = var('data_tests', none) or ('run' if command == 'build' else 'all') -%}
     {%- if scope not in ('run', 'all') -%}
         {{ exceptions.raise_compiler_error("var data_tests is 'run' or 'all', got '" ~ scope ~ "'") }}
     {%- endif -%}

@@ -1,16 +1,13 @@
 {#- Overrides dbt-spark's macro of the same name (root-project macros win).
-    Before an append or a merge, the model's new rows are cached once, and when
-    there are none the write is skipped: an empty MERGE or INSERT would still
-    commit a new table version, and a run with nothing new must change no table.
-
-    The rows are cached through a second temporary view, <source>__cached, that
-    keeps its analysed plan. Spark analyses dbt's __dbt_tmp view again at every
-    use, an analysed CTE never matches the plan that was cached, and so the
-    count, the gate and the write would each run the model's query again.
+    Before an append or a merge, the model's new rows are staged once
+    (stage_rows), and when there are none the write is skipped: an empty
+    MERGE or INSERT would still commit a new table version, and a run with
+    nothing new must change no table.
     DDL goes through statement(): on Thrift it returns no result set. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
     {%- if strategy in ('append', 'merge') -%}
-        {%- set source = cache_new_rows(source) -%}
+        {#- A Python model's new rows are already a table (dbt writes __dbt_tmp). -#}
+        {%- set source = source if model.language == 'python' else stage_rows(source) -%}
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
         {%- if new_rows == 0 -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
@@ -34,23 +31,36 @@
 {% endmacro %}
 
 
-{#- Caches rows for the steps of one write: `sql` (default: every row of
-    `source`) as the temporary view `view` (default: <source>__cached), whose
-    analysed plan is kept so that every later read hits the cache. Returns the
-    view's name. -#}
-{% macro cache_new_rows(source, sql=none, view=none) %}
-    {%- set cached = view or source.identifier ~ '__cached' -%}
-    {%- call statement('store_analysed_view_plans') -%}
-        set spark.sql.legacy.storeAnalyzedPlanForView = true
+{#- Stages the rows of one write, so that the count, the publication gate,
+    the write and the change manifest read them instead of running the
+    model's query again: `sql` (default: every row of `source`) is written
+    once as Parquet files under the warehouse's _staging folder and read
+    through the temporary view `view` (default: <source>__staged). A cached
+    view would not do: Spark's MERGE rewrite never matches a cached plan, so
+    the MERGE ran the whole query a second time. The folder is overwritten by
+    the model's next write and holds no table. Returns the view's name. -#}
+{% macro stage_rows(source, sql=none, view=none) %}
+    {%- set staged = view or source.identifier ~ '__staged' -%}
+    {%- set folder = staging_folder() ~ '/' ~ target.schema ~ '/' ~ staged -%}
+    {%- call statement('stage_rows') -%}
+        insert overwrite directory {{ sql_string(folder) }} using parquet
+        {{ sql or 'select * from ' ~ source }}
     {%- endcall -%}
-    {%- call statement('create_cached_view') -%}
-        create or replace temporary view {{ cached }} as {{ sql or 'select * from ' ~ source }}
+    {%- call statement('read_staged_rows') -%}
+        create or replace temporary view {{ staged }} using parquet options (path {{ sql_string(folder) }})
     {%- endcall -%}
-    {%- call statement('reset_view_plans') -%}
-        reset spark.sql.legacy.storeAnalyzedPlanForView
-    {%- endcall -%}
-    {%- do run_query('cache table ' ~ cached ~ " options ('storageLevel' 'MEMORY_AND_DISK')") -%}
-    {{ return(cached) }}
+    {{ return(staged) }}
+{% endmacro %}
+
+
+{#- Where staged rows go: <spark.sql.warehouse.dir>/_staging (read once per invocation). -#}
+{% macro staging_folder() %}
+    {%- set key = 'staging_folder:' ~ invocation_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- set warehouse = run_query('set spark.sql.warehouse.dir').rows[0][1] -%}
+        {%- do adapter.memo_set(key, warehouse.rstrip('/') ~ '/_staging') -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
 {% endmacro %}
 
 

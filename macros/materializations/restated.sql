@@ -7,14 +7,13 @@
     for a new row), so nothing below reads the published table again.
 
     1. compute   the model's SQL, as a temporary view;
-    2. cache     it once: every later step reads the cached rows;
+    2. stage     its rows once (stage_rows): every later step reads them;
     3. count     the rows; none (and the table exists): stop here, no gate,
                  no merge, no manifest, no new table version;
     4. gate      judge the change (publication_gate) before anything is written;
     5. merge     by unique_key; first build or --full-refresh: create or replace;
     6. manifest  append the rows written, with before and after values, to the
-                 change manifest (record_change_manifest);
-    7. release   the cache.
+                 change manifest (record_change_manifest).
     late_arrival_audit then reads what was written (restatement_after_final).
 
     Config: unique_key (list), partition_by, publication_gate
@@ -28,8 +27,8 @@
 
     {{ run_hooks(pre_hooks) }}
 
-    {#- 1, 2. compute and cache -#}
-    {%- set restated = cache_new_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
+    {#- 1, 2. compute and stage -#}
+    {%- set restated = stage_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
 
     {#- 3. count -#}
     {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
@@ -59,9 +58,6 @@
         {#- 6. manifest -#}
         {%- do record_change_manifest(restated, target_relation, layout, columns) -%}
     {%- endif -%}
-
-    {#- 7. release -#}
-    {%- do run_query('uncache table if exists ' ~ restated) -%}
 
     {%- do persist_docs(target_relation, model) -%}
     {{ run_hooks(post_hooks) }}

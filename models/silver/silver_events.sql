@@ -36,7 +36,7 @@ new_arrivals as (
     where route = 'silver' and ledger_run_at > {{ run_hwm }}
 ),
 
-{#- Released rows are looked up in the ledger's arrival-date partitions they
+{# Released rows are looked up in the ledger's arrival-date partitions they
     arrived in (the ledger's arrival_date is the date of arrival_ts). #}
 released_arrivals as (
     select
@@ -156,7 +156,7 @@ batch_winners as (
 ),
 
 {% if is_incremental() %}
-{#- The current rows of the batch's keys. Only the key columns of the whole
+{# The current rows of the batch's keys. Only the key columns of the whole
     table are read, to find the event dates those rows live in; whole rows are
     then read from those dates' partitions alone (Spark prunes the second scan
     with the first one's result). #}

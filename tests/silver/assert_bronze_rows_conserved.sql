@@ -9,10 +9,13 @@
 -- depends_on: {{ ref("silver_events") }}, {{ ref("silver_quarantine") }}
 {%- set whole_tables = data_tests_scope() == 'all' %}
 
-with run_partitions as (
+with
+{%- if not whole_tables %}
+run_partitions as (  -- noqa: ST03
     select distinct arrival_date from {{ ref('silver_event_arrivals') }}
     where ledger_run_at = {{ run_ts() }}
 ),
+{%- endif %}
 
 bronze as (
     select count(*) as bronze_rows from {{ ref('stg_bronze_events') }}
