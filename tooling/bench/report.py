@@ -344,13 +344,21 @@ def write_results(report: dict[str, Any], results_dir: Path) -> tuple[Path, Path
     """Write the report as JSON and Markdown, named after its mode and start
     time (rewritten as a run progresses); a complete report is also copied to
     latest-<mode>.json / .md."""
+    return write_report(report, results_dir, f"bench-{report['mode']}", f"latest-{report['mode']}", render_markdown)
+
+
+def write_report(
+    data: dict[str, Any], results_dir: Path, prefix: str, latest: str, render: Callable[[dict[str, Any]], str]
+) -> tuple[Path, Path]:
+    """``data`` as ``<prefix>-<start time>.json`` and, rendered, ``.md``;
+    copied to ``<latest>.json`` / ``.md`` once complete."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.fromisoformat(report["started_at"]).strftime("%Y%m%dT%H%M%SZ")
-    base = results_dir / f"bench-{report['mode']}-{stamp}"
+    stamp = datetime.fromisoformat(data["started_at"]).strftime("%Y%m%dT%H%M%SZ")
+    base = results_dir / f"{prefix}-{stamp}"
     json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
-    json_path.write_text(json.dumps(report, indent=1, default=str))
-    md_path.write_text(render_markdown(report))
-    if report.get("complete"):
-        shutil.copyfile(json_path, results_dir / f"latest-{report['mode']}.json")
-        shutil.copyfile(md_path, results_dir / f"latest-{report['mode']}.md")
+    json_path.write_text(json.dumps(data, indent=1, default=str))
+    md_path.write_text(render(data))
+    if data.get("complete"):
+        shutil.copyfile(json_path, results_dir / f"{latest}.json")
+        shutil.copyfile(md_path, results_dir / f"{latest}.md")
     return json_path, md_path

@@ -10,8 +10,6 @@ growth from the shortest history to the longest.
 
 from __future__ import annotations
 
-import json
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from tooling.bench.config import FLOOR, BenchConfig, schema_for
 from tooling.bench.project import snapshot_project
-from tooling.bench.report import fmt_num, fmt_times, write_results
+from tooling.bench.report import fmt_num, fmt_times, write_report, write_results
 from tooling.bench.runner import run_benchmark
 
 # What a sweep compares by default.
@@ -176,13 +174,4 @@ def render_sweep(sweep: dict[str, Any]) -> str:
 
 def write_sweep(sweep: dict[str, Any], results_dir: Path) -> tuple[Path, Path]:
     """sweep-<time>.json / .md, and latest-sweep.* once complete."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.fromisoformat(sweep["started_at"]).strftime("%Y%m%dT%H%M%SZ")
-    base = results_dir / f"sweep-{stamp}"
-    json_path, md_path = base.with_suffix(".json"), base.with_suffix(".md")
-    json_path.write_text(json.dumps(sweep, indent=1, default=str))
-    md_path.write_text(render_sweep(sweep))
-    if sweep.get("complete"):
-        shutil.copyfile(json_path, results_dir / "latest-sweep.json")
-        shutil.copyfile(md_path, results_dir / "latest-sweep.md")
-    return json_path, md_path
+    return write_report(sweep, results_dir, "sweep", "latest-sweep", render_sweep)

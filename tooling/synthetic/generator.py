@@ -411,16 +411,7 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
                 arrival = min(day + 1 + int(rand() * 3), last)
                 stats["late"] += arrival > day
             name = source.name
-            # _line and _ts_text, inlined: this loop runs once per event.
-            local_day, second = divmod(seconds + offset[0] * 60, DAY)
-            ts_text = f"{_date_text(local_day)}T{_CLOCK[second]}{offset[1]}"
-            text = f'{{"event_id": "{event_id}", ' if event_id is not None else "{"
-            text += f'"event_type": "{event_type}", '
-            if user_id is not None:
-                text += f'"user_id": "{user_id}", '
-            if cents is not None:
-                text += f'"amount": {cents // 100}.{cents % 100:02d}, '
-            text = f'{text}"event_ts": "{ts_text}"}}\n'
+            text = _line(event_id, event_type, user_id, cents, _ts_text(seconds, offset))
             buffer = buffers.get((arrival, name))
             if buffer is None:
                 buffer = buffers[(arrival, name)] = []
