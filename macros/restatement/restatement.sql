@@ -60,7 +60,7 @@
             partitions outside the window are still restated. The window is the
             last N days of the model's own partitions when partition_expr is one
             of its columns, else of `changes` (which must then be the whole change
-            relation). Off by default; python -m python_jobs.bench compares it. #}
+            relation). Off by default; python -m tooling.bench compares it. #}
         {%- set lookback_source = changes %}
         {%- if execute and is_incremental() %}
             {%- set own_columns = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list %}
