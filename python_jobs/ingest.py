@@ -6,7 +6,12 @@
 Every non-blank line becomes one bronze row: well-formed lines with typed
 columns, malformed ones with ``parse_error`` set, so they can be routed to
 quarantine, counted and replayed. Nothing is updated or deleted, and a file
-already landed (same source, same bytes) is skipped with a message.
+already landed (same source, same bytes), earlier or under another path in
+the same call, is skipped with a message.
+
+Rows keep their physical line number (from 1, blank lines included). Files are
+read in parallel splits: a first pass counts the lines of each split, so the
+second pass numbers, parses and appends without sorting the whole input.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from functools import reduce
 from pathlib import Path
 from typing import TextIO
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
 from python_jobs.spark_config import get_spark
@@ -110,6 +115,8 @@ class FileResult:
     accepted: int = 0
     flagged: int = 0
     skipped: bool = False
+    # The earlier path of this call with the same bytes, if any.
+    duplicate_of: str | None = None
 
 
 def file_sha256(path: Path) -> str:
@@ -154,18 +161,87 @@ def first_error(*checks: tuple[Column, str]) -> Column:
 
 
 LINES_DDL = "raw_payload string, line_number int, source_file string, ingestion_id string"
+LANDING_DDL = "ingestion_id string, source_system string, arrival_ts timestamp, ingested_at timestamp"
+# monotonically_increasing_id() is (partition index << 33) + position in the partition.
+POSITION_IN_PARTITION = (1 << 33) - 1
 
 
-def read_lines(spark: SparkSession, path: Path) -> DataFrame:
+def is_blank(raw: Column) -> Column:
+    return F.trim(raw) == ""
+
+
+def scan_lines(spark: SparkSession, path: Path, ingestion_id: str) -> DataFrame:
+    """Every physical line of ``path``, with where it was read.
+
+    ``_block`` is the byte offset of the split the line came from and
+    ``_index`` its 0-based position in the split's Spark partition. A file read
+    on its own gets one split per partition (:func:`count_lines` checks it), so
+    ``_index`` is the line's position in its split.
+    """
+    return spark.read.text(str(path)).select(
+        F.col("value").alias("raw_payload"),
+        F.lit(str(path)).alias("source_file"),
+        F.lit(ingestion_id).alias("ingestion_id"),
+        F.input_file_block_start().alias("_block"),
+        F.monotonically_increasing_id().bitwiseAND(F.lit(POSITION_IN_PARTITION)).alias("_index"),
+    )
+
+
+@dataclass(frozen=True)
+class LineCount:
+    """Lines of one file, and how many lines precede each of its splits."""
+
+    lines: int
+    blank_lines: int
+    lines_before: dict[int, int]
+
+
+def count_lines(spark: SparkSession, files: Sequence[tuple[Path, str]]) -> dict[str, LineCount]:
+    """Line and blank-line counts per ingestion id, in one pass over ``files``.
+
+    Files without any line are absent.
+    """
+    splits = (
+        reduce(DataFrame.unionByName, [scan_lines(spark, path, iid) for path, iid in files])
+        .groupBy("ingestion_id", "_block")
+        .agg(
+            F.count("*").alias("lines"),
+            F.count_if(is_blank(F.col("raw_payload"))).alias("blank_lines"),
+            F.min("_index").alias("first_index"),
+            F.max("_index").alias("last_index"),
+        )
+        .collect()
+    )
+    by_file: dict[str, list[Row]] = {}
+    for split in sorted(splits, key=lambda s: (s.ingestion_id, s["_block"])):
+        if split.first_index != 0 or split.last_index != split.lines - 1:
+            raise RuntimeError(
+                f"lines of ingestion {split.ingestion_id} at byte {split['_block']} share a Spark "
+                "partition with other lines, so they cannot be numbered; is "
+                "spark.sql.files.maxPartitionNum set?"
+            )
+        by_file.setdefault(split.ingestion_id, []).append(split)
+    counts = {}
+    for iid, file_splits in by_file.items():
+        before, lines_before = 0, {}
+        for split in file_splits:
+            lines_before[split["_block"]] = before
+            before += split.lines
+        counts[iid] = LineCount(before, sum(s.blank_lines for s in file_splits), lines_before)
+    return counts
+
+
+def read_lines(spark: SparkSession, path: Path, ingestion_id: str, count: LineCount) -> DataFrame:
     """One row per physical line of ``path`` with its 1-based line number."""
-    in_file_order = Window.orderBy("_position")
-    return (
-        spark.read.text(str(path))
-        .withColumn("_position", F.monotonically_increasing_id())
-        .withColumn("line_number", F.row_number().over(in_file_order))
-        .withColumn("source_file", F.lit(str(path)))
-        .withColumnRenamed("value", "raw_payload")
-        .drop("_position")
+    lines_before = F.create_map(
+        *(F.lit(n).cast("bigint") for pair in count.lines_before.items() for n in pair)
+    )
+    line_number = F.element_at(lines_before, F.col("_block")) + F.col("_index") + 1
+    return scan_lines(spark, path, ingestion_id).select(
+        "raw_payload",
+        line_number.cast("int").alias("line_number"),
+        "source_file",
+        "ingestion_id",
     )
 
 
@@ -188,35 +264,46 @@ def _future_check(ts: Column, settings: IngestSettings) -> Column:
     return ts > horizon
 
 
+# The shapers compute each parsed value once, as a "_" column, and derive the
+# typed columns and parse_error from those columns. Spark does not share an
+# expression between the conditional branches of a CASE, so a regex or a cast
+# written into several checks would run once per check on every row.
+
+
 def shape_events(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
     """Typed event columns plus ``parse_error`` for malformed lines."""
     json = F.col("_json")
-    event_ts = parse_utc_timestamp(json["event_ts"])
-    amount = F.expr(f"try_cast(_json.amount as {MONEY})")
-    amount_exact = F.expr("try_cast(_json.amount as decimal(38,10))")
-    event_type = F.lower(blank_to_null(json["event_type"]))
+    values = parsed.select(
+        "*",
+        F.lower(blank_to_null(json["event_type"])).alias("_event_type"),
+        blank_to_null(json["event_ts"]).isNull().alias("_event_ts_missing"),
+        json["event_ts"].rlike(ISO_WITH_OFFSET).alias("_event_ts_has_offset"),
+        F.to_timestamp(json["event_ts"]).alias("_event_ts_any"),
+        F.expr(f"try_cast(_json.amount as {MONEY})").alias("_amount"),
+        F.expr("try_cast(_json.amount as decimal(38,10))").alias("_amount_exact"),
+        parse_flag(json["is_correction"]).alias("_is_correction"),
+        parse_flag(json["is_deleted"]).alias("_is_deleted"),
+    )
+    event_type, amount = F.col("_event_type"), F.col("_amount")
+    # parse_utc_timestamp(event_ts), from the values above.
+    event_ts = F.when(F.col("_event_ts_has_offset"), F.col("_event_ts_any"))
     error = first_error(
         (F.col("_is_bad_json"), "invalid_json"),
         (event_type.isNull(), "missing_event_type"),
-        (blank_to_null(json["event_ts"]).isNull(), "missing_event_ts"),
-        (
-            event_ts.isNull() & F.to_timestamp(json["event_ts"]).isNotNull(),
-            "event_ts_without_offset",
-        ),
+        (F.col("_event_ts_missing"), "missing_event_ts"),
+        (event_ts.isNull() & F.col("_event_ts_any").isNotNull(), "event_ts_without_offset"),
         (event_ts.isNull(), "unparseable_event_ts"),
         (~event_type.isin(*EVENT_TYPES), "unknown_event_type"),
         (
-            json["amount"].isNotNull() & ~F.coalesce(amount == amount_exact, F.lit(False)),
+            json["amount"].isNotNull()
+            & ~F.coalesce(amount == F.col("_amount_exact"), F.lit(False)),
             "invalid_amount",
         ),
         (event_type.isin(*MONEY_EVENT_TYPES) & amount.isNull(), "missing_amount"),
-        (
-            parse_flag(json["is_correction"]).isNull() | parse_flag(json["is_deleted"]).isNull(),
-            "invalid_flag",
-        ),
+        (F.col("_is_correction").isNull() | F.col("_is_deleted").isNull(), "invalid_flag"),
         (_future_check(event_ts, settings), "event_ts_in_future"),
     )
-    return parsed.select(
+    return values.select(
         "*",
         blank_to_null(json["event_id"]).alias("event_id"),
         event_type.alias("event_type"),
@@ -224,9 +311,9 @@ def shape_events(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
         amount.alias("amount"),
         json["event_ts"].alias("event_ts_raw"),
         event_ts.alias("event_ts"),
-        F.coalesce(parse_flag(json["is_correction"]), F.lit(False)).alias("is_correction"),
+        F.coalesce(F.col("_is_correction"), F.lit(False)).alias("is_correction"),
         blank_to_null(json["corrects_event_id"]).alias("corrects_event_id"),
-        F.coalesce(parse_flag(json["is_deleted"]), F.lit(False)).alias("is_deleted"),
+        F.coalesce(F.col("_is_deleted"), F.lit(False)).alias("is_deleted"),
         error.alias("parse_error"),
     )
 
@@ -234,25 +321,30 @@ def shape_events(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
 def shape_customers(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
     """Typed customer-change columns plus ``parse_error``."""
     json = F.col("_json")
-    updated_at = parse_utc_timestamp(json["updated_at"])
-    tier = F.lower(blank_to_null(json["tier"]))
+    values = parsed.select(
+        "*",
+        parse_utc_timestamp(json["updated_at"]).alias("_updated_at"),
+        F.lower(blank_to_null(json["tier"])).alias("_tier"),
+        parse_flag(json["is_deleted"]).alias("_is_deleted"),
+    )
+    updated_at, tier = F.col("_updated_at"), F.col("_tier")
     error = first_error(
         (F.col("_is_bad_json"), "invalid_json"),
         (blank_to_null(json["customer_id"]).isNull(), "missing_customer_id"),
         (blank_to_null(json["updated_at"]).isNull(), "missing_updated_at"),
         (updated_at.isNull(), "unparseable_updated_at"),
         (tier.isNotNull() & ~tier.isin(*CUSTOMER_TIERS), "unknown_tier"),
-        (parse_flag(json["is_deleted"]).isNull(), "invalid_flag"),
+        (F.col("_is_deleted").isNull(), "invalid_flag"),
         (_future_check(updated_at, settings), "updated_at_in_future"),
     )
-    return parsed.select(
+    return values.select(
         "*",
         blank_to_null(json["customer_id"]).alias("customer_id"),
         tier.alias("tier"),
         blank_to_null(json["region"]).alias("region"),
         json["updated_at"].alias("updated_at_raw"),
         updated_at.alias("updated_at"),
-        F.coalesce(parse_flag(json["is_deleted"]), F.lit(False)).alias("is_deleted"),
+        F.coalesce(F.col("_is_deleted"), F.lit(False)).alias("is_deleted"),
         error.alias("parse_error"),
     )
 
@@ -269,31 +361,33 @@ LEADING_COLUMNS = (
 )
 
 
-def bronze_frame(
+def landings(
     spark: SparkSession,
-    feed: Feed,
-    files: Sequence[tuple[Path, str]],
+    ingestion_ids: Sequence[str],
     source_system: str,
     arrival_ts: datetime,
     ingested_at: datetime,
-    settings: IngestSettings,
 ) -> DataFrame:
-    """Bronze rows for ``files`` ((path, ingestion id) pairs), blank lines removed.
+    """One row per landed file (:data:`LANDING_DDL`): what each of its bronze rows carries."""
+    rows = [(iid, source_system, arrival_ts, ingested_at) for iid in ingestion_ids]
+    return spark.createDataFrame(rows, LANDING_DDL)
 
-    With no files, an empty frame of the feed's bronze layout.
+
+def bronze_frame(
+    lines: DataFrame, landed: DataFrame, feed: Feed, settings: IngestSettings
+) -> DataFrame:
+    """Bronze rows for ``lines`` (:data:`LINES_DDL`) of the files ``landed``, blank lines removed.
+
+    The files' arrival and ingestion times are joined in rather than written
+    as literals: Spark inlines timestamp literals in the code it generates, so
+    each call would compile (and JIT-compile) its own code.
     """
-    per_file = [
-        read_lines(spark, path).withColumn("ingestion_id", F.lit(iid)) for path, iid in files
-    ] or [spark.createDataFrame([], LINES_DDL)]
-    lines = (
-        reduce(DataFrame.unionByName, per_file)
-        .where(F.trim("raw_payload") != "")
-        .withColumn("source_system", F.lit(source_system))
-        .withColumn("arrival_ts", F.lit(arrival_ts).cast("timestamp"))
+    joined = (
+        lines.where(~is_blank(F.col("raw_payload")))
+        .join(F.broadcast(landed), on="ingestion_id", how="inner")
         .withColumn("arrival_date", F.to_date("arrival_ts"))
-        .withColumn("ingested_at", F.lit(ingested_at).cast("timestamp"))
     )
-    shaped = SHAPERS[feed.name](parse_json(lines, feed), settings)
+    shaped = SHAPERS[feed.name](parse_json(joined, feed), settings)
     payload_columns = [c for c in shaped.columns if not c.startswith("_") and c != "raw_payload"]
     ordered = list(LEADING_COLUMNS) + [c for c in payload_columns if c not in LEADING_COLUMNS]
     return shaped.select(
@@ -324,11 +418,67 @@ def ensure_tables(
     return table
 
 
+def existing_tables(spark: SparkSession, settings: IngestSettings) -> set[str]:
+    """Names of the tables in the bronze schema (one metastore call, no table loads)."""
+    if not spark.catalog.databaseExists(settings.database):
+        return set()
+    return {row.tableName for row in spark.sql(f"show tables in {settings.database}").collect()}
+
+
 def already_landed(spark: SparkSession, settings: IngestSettings, ids: Sequence[str]) -> set[str]:
     log = f"{settings.database}.{INGESTIONS_TABLE}"
     quoted = ", ".join(f"'{iid}'" for iid in ids)
     rows = spark.sql(f"select ingestion_id from {log} where ingestion_id in ({quoted})").collect()
     return {row.ingestion_id for row in rows}
+
+
+def append_rows(frame: DataFrame, table: str, settings: IngestSettings) -> None:
+    writer = frame.writeTo(table)
+    if settings.table_format == "iceberg":
+        # All rows share one arrival date: Iceberg's default hash distribution
+        # would shuffle them into a single writing task.
+        writer = writer.option("distribution-mode", "none")
+    writer.append()
+
+
+def land(
+    spark: SparkSession,
+    feed: Feed,
+    files: Sequence[tuple[Path, FileResult]],
+    landed: DataFrame,
+    table: str,
+    settings: IngestSettings,
+) -> None:
+    """Append the bronze rows of ``files`` and fill in their results' counts.
+
+    Two passes over the files: one counts the lines of each split (line
+    numbers continue from split to split), the other parses and appends.
+    """
+    counts = count_lines(spark, [(path, r.ingestion_id) for path, r in files])
+    with_lines = [(path, r) for path, r in files if r.ingestion_id in counts]
+    for _, result in files:
+        count = counts.get(result.ingestion_id)
+        result.lines_read, result.blank_lines = (count.lines, count.blank_lines) if count else (0, 0)
+    if not with_lines:
+        return
+    lines = reduce(
+        DataFrame.unionByName,
+        [read_lines(spark, path, r.ingestion_id, counts[r.ingestion_id]) for path, r in with_lines],
+    )
+    observed = Observation()
+    per_file = []
+    for n, (_, result) in enumerate(with_lines):
+        of_file = F.col("ingestion_id") == result.ingestion_id
+        per_file += [
+            F.count_if(of_file).alias(f"rows_{n}"),
+            F.count_if(of_file & F.col("parse_error").isNotNull()).alias(f"flagged_{n}"),
+        ]
+    frame = bronze_frame(lines, landed, feed, settings).observe(observed, *per_file)
+    append_rows(frame, table, settings)
+    metrics = observed.get
+    for n, (_, result) in enumerate(with_lines):
+        result.flagged = metrics[f"flagged_{n}"]
+        result.accepted = metrics[f"rows_{n}"] - result.flagged
 
 
 def ingest(
@@ -340,81 +490,73 @@ def ingest(
     settings: IngestSettings,
     out: TextIO | None = None,
 ) -> list[FileResult]:
-    """Append ``paths`` to the feed's bronze table; return one result per file."""
+    """Append ``paths`` to the feed's bronze table; return one result per file.
+
+    A file whose bytes were already landed from ``source_system`` (earlier, or
+    under another path in the same call) is skipped.
+    """
     out = out or sys.stdout
     ingested_at = datetime.now(UTC)
-    results = []
+    results: list[FileResult] = []
+    first_of: dict[str, FileResult] = {}
     for path in paths:
         sha = file_sha256(path)
-        results.append(FileResult(str(path), ingestion_id_for(feed, source_system, sha), sha))
-    files = [(path.resolve(), r.ingestion_id) for path, r in zip(paths, results, strict=True)]
-    frame = bronze_frame(spark, feed, files, source_system, arrival_ts, ingested_at, settings)
-    table = ensure_tables(spark, feed, frame, settings)
+        result = FileResult(str(path), ingestion_id_for(feed, source_system, sha), sha)
+        first = first_of.setdefault(result.ingestion_id, result)
+        if first is not result:
+            result.skipped, result.duplicate_of = True, first.path
+        results.append(result)
+
+    table = f"{settings.database}.{feed.table}"
     # Every feed's table exists once anything landed, so a deployment that
     # receives only some feeds still builds (their models are then empty).
-    for other in FEEDS.values():
-        if other is not feed:
-            empty = bronze_frame(spark, other, [], source_system, arrival_ts, ingested_at, settings)
-            ensure_tables(spark, other, empty, settings)
-    landed = already_landed(spark, settings, [r.ingestion_id for r in results])
-    for result in results:
-        result.skipped = result.ingestion_id in landed
-    new_ids = [r.ingestion_id for r in results if not r.skipped]
-    if new_ids:
-        frame = frame.where(F.col("ingestion_id").isin(new_ids)).cache()
-        counts = {
-            row.ingestion_id: row
-            for row in frame.groupBy("ingestion_id")
-            .agg(
-                F.count("*").alias("rows"),
-                F.count("parse_error").alias("flagged"),
+    tables = existing_tables(spark, settings)
+    if not {INGESTIONS_TABLE, *(f.table for f in FEEDS.values())} <= tables:
+        no_lines = spark.createDataFrame([], LINES_DDL)
+        nothing_landed = spark.createDataFrame([], LANDING_DDL)
+        for each in FEEDS.values():
+            ensure_tables(spark, each, bronze_frame(no_lines, nothing_landed, each, settings), settings)
+    landed_before = already_landed(spark, settings, list(first_of))
+    for result in first_of.values():
+        result.skipped = result.ingestion_id in landed_before
+    new = [(path.resolve(), r) for path, r in zip(paths, results, strict=True) if not r.skipped]
+    if new:
+        landed = landings(
+            spark, [r.ingestion_id for _, r in new], source_system, arrival_ts, ingested_at
+        )
+        land(spark, feed, new, landed, table, settings)
+        log_rows = [
+            (
+                result.ingestion_id,
+                feed.name,
+                source_system,
+                result.path,
+                result.sha256,
+                arrival_ts,
+                arrival_ts.date(),
+                ingested_at,
+                result.lines_read,
+                result.blank_lines,
+                result.accepted,
+                result.flagged,
             )
-            .collect()
-        }
-        frame.writeTo(table).append()
-        log_rows = []
-        for path, result in zip(paths, results, strict=True):
-            if result.skipped:
-                continue
-            row = counts.get(result.ingestion_id)
-            result.accepted = (row.rows - row.flagged) if row else 0
-            result.flagged = row.flagged if row else 0
-            result.lines_read, result.blank_lines = count_lines(path)
-            log_rows.append(
-                (
-                    result.ingestion_id,
-                    feed.name,
-                    source_system,
-                    str(path),
-                    result.sha256,
-                    arrival_ts,
-                    arrival_ts.date(),
-                    ingested_at,
-                    result.lines_read,
-                    result.blank_lines,
-                    result.accepted,
-                    result.flagged,
-                )
-            )
-        spark.createDataFrame(log_rows, INGESTIONS_DDL).writeTo(
-            f"{settings.database}.{INGESTIONS_TABLE}"
-        ).append()
-        frame.unpersist()
+            for _, result in new
+        ]
+        log = spark.createDataFrame(log_rows, INGESTIONS_DDL)
+        append_rows(log, f"{settings.database}.{INGESTIONS_TABLE}", settings)
     for result in results:
         report(result, table, out)
     return results
 
 
-def count_lines(path: Path) -> tuple[int, int]:
-    lines = blanks = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            lines += 1
-            blanks += not line.strip()
-    return lines, blanks
-
-
 def report(result: FileResult, table: str, out: TextIO) -> None:
+    if result.duplicate_of is not None:
+        print(
+            f"{result.path}: same bytes as {result.duplicate_of} (ingestion {result.ingestion_id}); "
+            "landed once",
+            file=out,
+        )
+        return
     if result.skipped:
         print(
             f"{result.path}: already landed as ingestion {result.ingestion_id}; nothing to do",
