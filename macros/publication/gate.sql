@@ -1,6 +1,6 @@
 {#- Validation gate before a restated gold model is published.
 
-    Step 4 of the restated materialization, with the cached rows about to be
+    Step 4 of the restated materialization, with the staged rows about to be
     merged. Models opt in with
     config(publication_gate={'measure': '<column>'[, 'partition': '<column>']})
     (partition defaults to the first partition_by column). The rows are compared
