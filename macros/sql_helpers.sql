@@ -20,6 +20,15 @@
     {{ return("cast('1900-01-01' as timestamp)") }}
 {%- endmacro %}
 
+{#- Whether the query `sql` returns a row (true while parsing, and in unit
+    tests, whose refs are fixtures that only exist inside the test's query). -#}
+{% macro any_rows(sql) -%}
+    {%- if not execute or model.resource_type != 'model' -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {{ return(run_query('select 1 from (' ~ sql ~ ') as probe limit 1').rows | length > 0) }}
+{%- endmacro %}
+
 {#- A Jinja string as a SQL string literal (quotes and backslashes escaped). -#}
 {% macro sql_string(value) -%}
     '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'

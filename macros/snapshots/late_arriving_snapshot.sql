@@ -218,15 +218,22 @@
     {{ return(staging) }}
 {%- endmacro %}
 
-{#- Apply the staging rows: insert new versions, mark superseded ones. -#}
+{#- Apply the staging rows: insert new versions, mark superseded ones.
+    The rows are staged once (the history is computed once, not again by the
+    MERGE); with none, nothing is written and the table gets no new version. -#}
 {% macro latecomer__snapshot_merge_sql(target, source, insert_cols) -%}
     {%- if config.get('strategy') != 'late_arriving' -%}
         {{ return(spark__snapshot_merge_sql(target, source, insert_cols)) }}
     {%- endif -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
+    {%- set staged = stage_rows(source) -%}
+    {%- set changes = run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
+    {%- if changes == 0 -%}
+        {{ return("select 'nothing to record' as late_arriving_snapshot") }}
+    {%- endif -%}
     {%- set merge -%}
     merge into {{ target }} as dbt_internal_dest
-    using {{ source }} as dbt_internal_source
+    using {{ staged }} as dbt_internal_source
         on dbt_internal_source.{{ columns.dbt_scd_id }} = dbt_internal_dest.{{ columns.dbt_scd_id }}
     when matched and dbt_internal_source.dbt_change_type = 'supersede' then update set
         superseded_at = dbt_internal_source.superseded_at,

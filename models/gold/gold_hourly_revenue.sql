@@ -4,6 +4,7 @@
     unique_key=['event_date', 'event_hour', 'source_system'],
     partition_by=['event_date'],
     publication_gate={'measure': 'net_revenue'},
+    meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 
 with changes as (

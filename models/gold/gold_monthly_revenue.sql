@@ -3,6 +3,7 @@
     materialized='restated',
     unique_key=['month_start_date', 'source_system'],
     publication_gate={'measure': 'net_revenue', 'partition': 'month_start_date'},
+    meta={'test_scope': {'partition': 'month_start_date', 'run_column': 'changed_run_at'}},
 ) }}
 
 {{ revenue_rollup('month') }}

@@ -10,6 +10,7 @@
     unique_key=['event_date', 'tier', 'region'],
     partition_by=['event_date'],
     publication_gate={'measure': 'net_revenue'},
+    meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 
 {%- set hwm = high_water_mark('source_changed_run_at') %}

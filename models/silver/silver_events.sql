@@ -19,6 +19,12 @@
 
 {%- set run_hwm = high_water_mark('changed_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}
+{#- With no new arrival and no release since the last run, the batch is
+    planned as empty and Spark reads none of this table's history. #}
+{%- set nothing_new = is_incremental() and not window and not any_rows(
+    "select 1 from " ~ ref('silver_event_arrivals') ~ " where route = 'silver' and ledger_run_at > " ~ run_hwm
+    ~ " union all select 1 from " ~ ref('silver_quarantine')
+    ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
@@ -33,7 +39,7 @@ new_arrivals as (
         *,
         false as is_release
     from arrivals
-    where route = 'silver' and ledger_run_at > {{ run_hwm }}
+    where route = 'silver' and ledger_run_at > {{ run_hwm }}{% if nothing_new %} and false{% endif %}
 ),
 
 {# Released rows are looked up in the ledger's arrival-date partitions they
@@ -49,7 +55,8 @@ released_arrivals as (
     where
         quarantine.status = 'released'
         and quarantine.status_run_at > {{ run_hwm }}
-        and arrivals.event_ts is not null
+        and arrivals.event_ts is not null{% if nothing_new %}
+        and false{% endif %}
 ),
 
 incremental_candidates as (

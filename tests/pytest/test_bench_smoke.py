@@ -149,11 +149,6 @@ def test_nothing_new_writes_no_table_version(bench_run):
     assert run_of(report, "incremental")["versions_written"][GOLD] >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the customer_history snapshot's merge commits a table version when there is nothing to change "
-    "(macros/snapshots/late_arriving_snapshot.sql); README: a run with nothing new commits no new version",
-)
 def test_nothing_new_writes_no_snapshot_version(bench_run):
     report = bench_run["report"]
     assert SNAPSHOT not in run_of(report, NOTHING_NEW)["versions_written"]

@@ -1,13 +1,21 @@
 {#- Watermark alerts: for the latest run, warns (does not fail) for each tier
     whose share of events arriving later than it exceeds the tier's alert_share.
-    Tiers and shares are the watermark_tiers var. -#}
+    Tiers and shares are the watermark_tiers var. In a build it reads only the
+    ledger partitions the build wrote, so a build with nothing new warns of
+    nothing. -#}
 {{ config(severity='warn') }}
 
-with latest_run as (
-    select * from {{ ref('silver_event_arrivals') }}
+{#- In a build, the ledger partitions this run wrote (macros/data_tests);
+    in `dbt test`, the whole ledger. -#}
+with ledger as (
+    select * from {{ get_where_subquery(ref('silver_event_arrivals')) }}
+),
+
+latest_run as (
+    select * from ledger
     where
         parse_error is null
-        and ledger_run_at = (select max(ledger_run_at) from {{ ref('silver_event_arrivals') }})
+        and ledger_run_at = (select max(ledger_run_at) from ledger)
 ),
 
 shares as (
