@@ -21,7 +21,7 @@ $(STAMP):
 
 ## run: land the sample data through ingest and `dbt build` it on the local target
 run: install
-	$(BIN)/python -m python_jobs.run_sample
+	$(BIN)/python -m python_jobs.operations.run_sample
 
 ## test: the whole test suite (pytest, which drives dbt in-process on local and thrift) and SQL lint
 test: install lint
@@ -35,11 +35,11 @@ docs: install
 	$(DBT) docs generate $(DBT_FLAGS)
 
 thrift-start: install
-	$(BIN)/python -m python_jobs.thrift_server start
+	$(BIN)/python -m python_jobs.operations.thrift_server start
 thrift-status: install
-	$(BIN)/python -m python_jobs.thrift_server status
+	$(BIN)/python -m python_jobs.operations.thrift_server status
 thrift-stop: install
-	$(BIN)/python -m python_jobs.thrift_server stop
+	$(BIN)/python -m python_jobs.operations.thrift_server stop
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
 ##   vs the floor (a plain PySpark job), and a build with nothing new (BENCH_ARGS="--help" for options)
@@ -53,9 +53,9 @@ bench-smoke: install
 bench-sweep: install
 	$(BIN)/python -m tooling.bench sweep $(SWEEP_ARGS)
 
-## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
+## steward: list quarantined rows (release/reject: python -m python_jobs.landing.steward --help)
 steward: install
-	$(BIN)/python -m python_jobs.steward list
+	$(BIN)/python -m python_jobs.landing.steward list
 
 ## maintain: snapshot expiry, compaction, orphan cleanup within the retention horizon (DRY_RUN=true to report only)
 maintain: install

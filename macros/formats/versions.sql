@@ -110,7 +110,7 @@
     included, is a new version. DESCRIBE HISTORY cannot be a subquery, so its
     timestamps are formatted here: a session returns Python datetimes in the
     driver's local time (converted to UTC through the epoch), a Thrift server
-    strings in its session time zone (UTC, python_jobs/spark_config.py). -#}
+    strings in its session time zone (UTC, python_jobs/core/spark_config.py). -#}
 {% macro _delta_table_versions(relation) -%}
     {%- set versions = [] -%}
     {%- for row in run_query('describe history ' ~ relation).rows | reverse -%}

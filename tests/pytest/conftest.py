@@ -21,15 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # One state dir (metastore + warehouse) per pytest process: Derby is
 # single-process, and parallel runs must not clobber each other.
 STATE_DIR = Path(os.environ.get("LATECOMER_TEST_STATE_DIR", ROOT / ".latecomer" / f"pytest-{os.getpid()}"))
-# Set before anything imports python_jobs.spark_config or starts Spark.
+# Set before anything imports python_jobs.core.spark_config or starts Spark.
 os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
-from python_jobs import ingest  # noqa: E402
-from python_jobs.spark_config import get_spark  # noqa: E402
+from python_jobs.core.spark_config import get_spark  # noqa: E402
+from python_jobs.landing import ingest  # noqa: E402
 
 
 @pytest.fixture(scope="session")

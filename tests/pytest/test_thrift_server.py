@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
-from python_jobs import spark_config, thrift_server
+from python_jobs.core import spark_config
+from python_jobs.operations import thrift_server
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_OF = "2024-01-17T00:00:00+00:00"
@@ -72,7 +73,7 @@ def free_port() -> int:
 
 def run_cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "python_jobs.thrift_server", *args],
+        [sys.executable, "-m", "python_jobs.operations.thrift_server", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -130,7 +131,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         landing = state / f"{feed}.ndjson"
         landing.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
         ingest = subprocess.run(
-            [sys.executable, "-m", "python_jobs.ingest", "--source", source, "--feed", feed]
+            [sys.executable, "-m", "python_jobs.landing.ingest", "--source", source, "--feed", feed]
             + ["--arrival-ts", ARRIVAL_TS, str(landing)],
             cwd=ROOT,
             env=env,

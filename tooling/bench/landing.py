@@ -1,4 +1,4 @@
-"""Landing the synthetic data through python_jobs.ingest, once per scale.
+"""Landing the synthetic data through python_jobs.landing.ingest, once per scale.
 
 Files land in as few ingest calls as ingest allows: one per arrival time,
 feed and source, with every file of that landing (the generator writes one). Once a scale's history and late
@@ -36,8 +36,8 @@ from tooling.synthetic import Batch, History
 
 
 def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
-    """Land ``batches`` through python_jobs.ingest, one call per (arrival, feed, source)."""
-    from python_jobs import ingest
+    """Land ``batches`` through python_jobs.landing.ingest, one call per (arrival, feed, source)."""
+    from python_jobs.landing import ingest
 
     settings = ingest.IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
     groups: dict[tuple[datetime, bool, str, str], list[Path]] = {}
@@ -93,7 +93,7 @@ class Landed:
 
 def landing_key(cfg: BenchConfig, history: History) -> str:
     """What landed bronze depends on: the data, the ingest code, the format."""
-    ingest_code = hashlib.sha1((REPO_ROOT / "python_jobs" / "ingest.py").read_bytes()).hexdigest()[:12]
+    ingest_code = hashlib.sha1((REPO_ROOT / "python_jobs" / "landing" / "ingest.py").read_bytes()).hexdigest()[:12]
     return f"{history.scale.key()}|ingest {ingest_code}|{cfg.table_format}"
 
 

@@ -1,6 +1,6 @@
 """Synthetic store history for the benchmark (python -m tooling.bench).
 
-Writes NDJSON landing files in the ingest contract (see python_jobs.ingest),
+Writes NDJSON landing files in the ingest contract (see python_jobs.landing.ingest),
 with the mix of the sample data at any scale:
 
 * the events of ``landing_days`` consecutive arrival days land together, at

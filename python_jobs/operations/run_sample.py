@@ -1,7 +1,7 @@
 """The main job on the sample data: land each sample batch through ingest and
 `dbt build` on the local target, as a day of late data would unfold.
 
-    python -m python_jobs.run_sample   (make run)
+    python -m python_jobs.operations.run_sample   (make run)
 
 Batches and arrival times come from seeds/landing_batches.csv; files from
 seeds/landing/. Running it again lands nothing new and changes nothing.
@@ -13,8 +13,8 @@ import csv
 import os
 import sys
 
-from python_jobs import ingest
-from python_jobs.spark_config import REPO_ROOT, get_spark
+from python_jobs.core.spark_config import REPO_ROOT, get_spark
+from python_jobs.landing import ingest
 
 SEEDS = REPO_ROOT / "seeds"
 # Build after these batch numbers, as of the latest arrival so far.
