@@ -40,9 +40,9 @@ from datetime import datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-ORDER_EVENT_TYPE = "order_placed"
+from python_jobs.core.constants import MONEY, ORDER_EVENT_TYPE
+
 EVENT_KEY = ("event_id", "source_system")
-MONEY = "decimal(18,2)"
 MICROS_PER_SECOND = 1_000_000
 # A merged row with no events marks a session to delete (see resessionize).
 TOMBSTONE_COLUMN = "event_count"

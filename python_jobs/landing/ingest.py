@@ -30,14 +30,11 @@ from typing import TextIO
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
+from python_jobs.core.constants import CUSTOMER_TIERS, EVENT_TYPES, MONEY, MONEY_EVENT_TYPES
 from python_jobs.core.spark_config import get_spark
 
-EVENT_TYPES = ("page_view", "add_to_cart", "order_placed", "payment_confirmed", "refund")
-MONEY_EVENT_TYPES = ("order_placed", "refund")
-CUSTOMER_TIERS = ("bronze", "silver", "gold", "platinum")
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
 ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$"
-MONEY = "decimal(18,2)"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,9 @@ from tooling.bench.state import (
 )
 from tooling.synthetic import Batch, History
 
+# The files whose code decides what ingest lands (part of the landing key).
+INGEST_CODE = ("python_jobs/landing/ingest.py", "python_jobs/core/constants.py")
+
 
 def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
     """Land ``batches`` through python_jobs.landing.ingest, one call per (arrival, feed, source)."""
@@ -92,8 +95,12 @@ class Landed:
 
 
 def landing_key(cfg: BenchConfig, history: History) -> str:
-    """What landed bronze depends on: the data, the ingest code, the format."""
-    ingest_code = hashlib.sha1((REPO_ROOT / "python_jobs" / "landing" / "ingest.py").read_bytes()).hexdigest()[:12]
+    """What landed bronze depends on: the data, the ingest code (and the
+    contract constants it reads), the format."""
+    digest = hashlib.sha1()
+    for path in INGEST_CODE:
+        digest.update((REPO_ROOT / path).read_bytes())
+    ingest_code = digest.hexdigest()[:12]
     return f"{history.scale.key()}|ingest {ingest_code}|{cfg.table_format}"
 
 
