@@ -35,7 +35,7 @@ whatever the arrival order.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -142,7 +142,7 @@ def near_point_days(points: DataFrame, gap: int) -> Column:
     return condition
 
 
-def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list:
+def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list[date]:
     """UTC dates spanned by the touched sessions and dates of the changed points."""
     spans = touched.select(
         F.explode(F.sequence(F.to_date("session_start_ts"), F.to_date("session_end_ts"))).alias("event_date")
