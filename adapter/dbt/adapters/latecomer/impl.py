@@ -21,7 +21,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import versions
+from python_jobs.core import gate, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # Statements that may change a relation's columns (or the relation itself).
@@ -197,7 +197,7 @@ class LatecomerAdapter(SparkAdapter):
         return str(path)
 
     # ----------------------------------------------------------------------
-    # Procedures behind the macros (python_jobs.core.versions).
+    # Procedures behind the macros (python_jobs.core.versions and .gate).
     # The macros run the SQL and pass its rows (agate tables, or lists of the
     # dicts table_versions() returns); these methods convert them, call the
     # core and return plain dicts, lists and strings. A request that cannot be
@@ -382,3 +382,31 @@ class LatecomerAdapter(SparkAdapter):
     def delta_versions(self, history_rows: Any) -> list[dict[str, str]]:
         """table_versions() of a Delta table, from DESCRIBE HISTORY rows (newest first)."""
         return [entry.as_dict() for entry in versions.delta_versions(_records(history_rows))]
+
+    @available
+    def publication_gate_judgement(
+        self, partition_figures: Any, measure: str, limits: Mapping[str, Any], model: str
+    ) -> dict[str, Any]:
+        """The publication gate on per-partition figures (python_jobs.core.gate).
+
+        Returns ``{passed, checks, breaches, summary, blocked_message}``:
+        ``checks`` the figures and limits as logged, ``breaches`` a list of
+        ``{figure, partition, observed, allowed: [low, high], message}``,
+        ``summary`` their messages joined by ``; ``. ``{error}`` when the
+        ``publication_gate`` var lacks a limit.
+        """
+        try:
+            checked = gate.GateLimits.from_mapping(limits)
+        except gate.GateConfigError as error:
+            return {"error": str(error)}
+        judgement = gate.judge(
+            measure, [gate.PartitionFigures.from_mapping(row) for row in _records(partition_figures)], checked
+        )
+        return {
+            "passed": judgement.passed,
+            "checks": judgement.figures.checks(checked),
+            "breaches": [breach.as_dict() for breach in judgement.breaches],
+            "summary": judgement.summary,
+            "blocked_message": judgement.blocked_message(str(model)),
+            "error": None,
+        }
