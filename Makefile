@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
+.PHONY: install run test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -27,9 +27,16 @@ run: install
 test: install lint
 	$(BIN)/python -m pytest
 
-lint: install
+lint: install check-project
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
 	$(BIN)/sqlfluff lint models snapshots tests
+
+## check-project: `dbt parse` (unit tests included, no Spark), then dbt-score holds the project's rules on the
+##   manifest: models, columns, seeds and macros documented, primary keys tested, public models contracted
+##   (pyproject.toml [tool.dbt-score], tooling/dbt_score_rules.py)
+check-project: install
+	LATECOMER_UNIT_TESTS=true $(DBT) parse $(DBT_FLAGS) --target-path target/check-project
+	$(BIN)/dbt-score lint --manifest target/check-project/manifest.json
 
 docs: install
 	$(DBT) docs generate $(DBT_FLAGS)
