@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
+.PHONY: install run test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -21,25 +21,32 @@ $(STAMP):
 
 ## run: land the sample data through ingest and `dbt build` it on the local target
 run: install
-	$(BIN)/python -m python_jobs.run_sample
+	$(BIN)/python -m python_jobs.operations.run_sample
 
 ## test: the whole test suite (pytest, which drives dbt in-process on local and thrift) and SQL lint
 test: install lint
 	$(BIN)/python -m pytest
 
-lint: install
+lint: install check-project
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
 	$(BIN)/sqlfluff lint models snapshots tests
+
+## check-project: `dbt parse` (unit tests included, no Spark), then dbt-score holds the project's rules on the
+##   manifest: models, columns, seeds and macros documented, primary keys tested, public models contracted
+##   (pyproject.toml [tool.dbt-score], tooling/dbt_score_rules.py)
+check-project: install
+	LATECOMER_UNIT_TESTS=true $(DBT) parse $(DBT_FLAGS) --target-path target/check-project
+	$(BIN)/dbt-score lint --manifest target/check-project/manifest.json
 
 docs: install
 	$(DBT) docs generate $(DBT_FLAGS)
 
 thrift-start: install
-	$(BIN)/python -m python_jobs.thrift_server start
+	$(BIN)/python -m python_jobs.operations.thrift_server start
 thrift-status: install
-	$(BIN)/python -m python_jobs.thrift_server status
+	$(BIN)/python -m python_jobs.operations.thrift_server status
 thrift-stop: install
-	$(BIN)/python -m python_jobs.thrift_server stop
+	$(BIN)/python -m python_jobs.operations.thrift_server stop
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
 ##   vs the floor (a plain PySpark job), and a build with nothing new (BENCH_ARGS="--help" for options)
@@ -53,9 +60,9 @@ bench-smoke: install
 bench-sweep: install
 	$(BIN)/python -m tooling.bench sweep $(SWEEP_ARGS)
 
-## steward: list quarantined rows (release/reject: python -m python_jobs.steward --help)
+## steward: list quarantined rows (release/reject: python -m python_jobs.landing.steward --help)
 steward: install
-	$(BIN)/python -m python_jobs.steward list
+	$(BIN)/python -m python_jobs.landing.steward list
 
 ## maintain: snapshot expiry, compaction, orphan cleanup within the retention horizon (DRY_RUN=true to report only)
 maintain: install

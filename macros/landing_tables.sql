@@ -1,5 +1,5 @@
 {#- on-run-start: landing tables the pipeline reads must exist. Bronze tables
-    are created by the ingest job (python -m python_jobs.ingest), which owns
+    are created by the ingest job (python -m python_jobs.landing.ingest), which owns
     their layout; the steward's decision log is created here. -#}
 {% macro ensure_landing_tables() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
@@ -12,7 +12,7 @@
             {%- if adapter.get_relation(database=none, schema=bronze_schema, identifier=table) is none -%}
                 {{ exceptions.raise_compiler_error(
                     "No " ~ bronze_schema ~ "." ~ table ~ " yet: land events first with "
-                    ~ "`python -m python_jobs.ingest --source <source> FILE...` "
+                    ~ "`python -m python_jobs.landing.ingest --source <source> FILE...` "
                     ~ "(`make run` lands the sample data and builds).") }}
             {%- endif -%}
         {%- endfor -%}
@@ -25,7 +25,7 @@
         actor string,
         decided_at timestamp
     ) using {{ target.table_format }}
-    comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.steward)'
+    comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.landing.steward)'
 {% endmacro %}
 
 {#- on-run-start: the append-only audit logs written by macros rather than

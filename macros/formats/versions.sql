@@ -92,41 +92,18 @@
             on snapshot_log.snapshot_id = snapshots.snapshot_id
         order by snapshot_log.log_position
     {%- endset -%}
-    {%- set versions = [] -%}
-    {%- set seen = [] -%}
-    {%- for row in run_query(sql).rows -%}
-        {%- do versions.append({
-            'version': row['version'],
-            'committed_at': row['committed_at'],
-            'created_at': row['created_at'],
-            'operation': 'restore' if row['version'] in seen else row['operation'],
-        }) -%}
-        {%- do seen.append(row['version']) -%}
-    {%- endfor -%}
-    {{ return(versions) }}
+    {#- python_jobs/core/versions.py: iceberg_versions -#}
+    {{ return(adapter.iceberg_versions(run_query(sql))) }}
 {%- endmacro %}
 
 {#- Delta: DESCRIBE HISTORY (newest first), reversed. Every commit, a RESTORE
     included, is a new version. DESCRIBE HISTORY cannot be a subquery, so its
-    timestamps are formatted here: a session returns Python datetimes in the
+    timestamps are formatted in Python: a session returns datetimes in the
     driver's local time (converted to UTC through the epoch), a Thrift server
-    strings in its session time zone (UTC, python_jobs/spark_config.py). -#}
+    strings in its session time zone (UTC, python_jobs/core/spark_config.py). -#}
 {% macro _delta_table_versions(relation) -%}
-    {%- set versions = [] -%}
-    {%- for row in run_query('describe history ' ~ relation).rows | reverse -%}
-        {%- set committed = row['timestamp'] -%}
-        {%- if committed is not string -%}
-            {%- set committed = modules.datetime.datetime.fromtimestamp(
-                committed.timestamp(), modules.pytz.utc).strftime('%Y-%m-%d %H:%M:%S.%f') -%}
-        {%- endif -%}
-        {%- do versions.append({
-            'version': '%d' % (row['version'] | int),
-            'committed_at': committed,
-            'created_at': committed,
-            'operation': (row['operation'] | lower),
-        }) -%}
-    {%- endfor -%}
-    {{ return(versions) }}
+    {#- python_jobs/core/versions.py: delta_versions -#}
+    {{ return(adapter.delta_versions(run_query('describe history ' ~ relation))) }}
 {%- endmacro %}
 
 {% macro current_version(relation) -%}

@@ -10,7 +10,10 @@
     2. stage     its rows once (stage_rows): every later step reads them;
     3. count     the rows; none (and the table exists): stop here, no gate,
                  no merge, no manifest, no new table version;
-    4. gate      judge the change (publication_gate) before anything is written;
+    4. contract  with contract.enforced, the staged columns and their types
+                 must be the ones the model's YAML declares (assert_restated_contract;
+                 on a first build dbt-spark's create_table_as asserts it);
+       gate      judge the change (publication_gate) before anything is written;
     5. merge     by unique_key; first build or --full-refresh: create or replace;
     6. manifest  append the rows written, with before and after values, to the
                  change manifest (record_change_manifest).
@@ -41,7 +44,8 @@
         {%- set columns = restated_table_columns(restated) -%}
         {%- if not rebuild -%}
             {%- do check_restated_columns(columns, existing_relation) -%}
-            {#- 4. gate -#}
+            {#- 4. contract, gate -#}
+            {%- do assert_restated_contract(restated, columns) -%}
             {%- do publication_gate(restated, target_relation, layout) -%}
         {%- endif -%}
         {#- 5. merge -#}
@@ -91,6 +95,18 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return(columns) }}
+{% endmacro %}
+
+
+{#- The model's contract (config contract.enforced), checked on the rows a
+    merge is about to write: dbt's assert_columns_equivalent compares the
+    staged columns and types with the YAML's data_type and fails with dbt's
+    contract error. A first build or --full-refresh goes through
+    create_table_as, where dbt-spark asserts the same. -#}
+{% macro assert_restated_contract(restated, columns) %}
+    {%- if config.get('contract').enforced -%}
+        {%- do get_assert_columns_equivalent('select ' ~ columns | join(', ') ~ ' from ' ~ restated) -%}
+    {%- endif -%}
 {% endmacro %}
 
 

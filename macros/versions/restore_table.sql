@@ -8,56 +8,26 @@
     version current at that UTC time) or invocation_id (the version a dbt run
     left the table in) names the version; a reason is required. Unknown or
     expired versions are refused. Every restore is appended to
-    <schema>_audit.table_restores (created if missing). -#}
+    <schema>_audit.table_restores (created if missing).
+
+    A shim: the arguments are checked, the version picked and the errors
+    worded by python_jobs/core/versions.py (adapter.restore_request,
+    version_with_id, version_current_at, restore_target_missing); this macro
+    runs the SQL. -#}
 {% macro restore_table(model=none, version=none, as_of_time=none, invocation_id=none, reason=none) %}
-    {%- if model is none or (model | string | trim) == '' -%}
-        {{ exceptions.raise_compiler_error("restore_table needs a model: --args '{model: gold_daily_revenue, version: ..., reason: ...}'") }}
-    {%- endif -%}
-    {%- set reason = (reason | string | trim) if reason is not none else '' -%}
-    {%- if reason == '' -%}
-        {{ exceptions.raise_compiler_error("restore_table needs a reason (--args '{..., reason: \"why\"}'); it is recorded in table_restores.") }}
-    {%- endif -%}
-    {%- set selectors = [] -%}
-    {%- for name, value in [('version', version), ('as_of_time', as_of_time), ('invocation_id', invocation_id)] -%}
-        {%- if value is not none and (value | string | trim) != '' -%}
-            {%- do selectors.append(name ~ '=' ~ (value | string | trim)) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- if selectors | length != 1 -%}
-        {{ exceptions.raise_compiler_error(
-            "restore_table needs exactly one of version, as_of_time or invocation_id, got "
-            ~ (selectors | join(', ') or 'none')) }}
-    {%- endif -%}
+    {%- set request = adapter.restore_request(model, version, as_of_time, invocation_id, reason) -%}
+    {%- if request.error -%}{{ exceptions.raise_compiler_error(request.error) }}{%- endif -%}
     {%- set relation = versioned_model_relation(model) -%}
     {%- set versions = table_versions(relation) -%}
-    {%- set known = [] -%}
-    {%- for entry in versions[-10:] -%}
-        {%- do known.append(entry.version ~ ' (' ~ entry.committed_at ~ ', ' ~ entry.operation ~ ')') -%}
-    {%- endfor -%}
-    {%- set known = 'its retained versions, oldest first' ~ (' (last 10)' if versions | length > 10 else '')
-        ~ ': ' ~ (known | join('; ') or 'none') -%}
-
-    {%- if version is not none and (version | string | trim) != '' -%}
-        {%- set wanted = checked_version_id(version) -%}
-        {%- set matches = versions | selectattr('version', 'equalto', wanted) | list -%}
-        {%- if matches | length == 0 -%}
-            {{ exceptions.raise_compiler_error(
-                "Unknown version " ~ wanted ~ " of " ~ relation ~ " (never existed or expired); " ~ known) }}
-        {%- endif -%}
-        {%- set target_entry = matches[-1] -%}
-    {%- elif as_of_time is not none and (as_of_time | string | trim) != '' -%}
-        {%- set target_entry = version_current_at(versions, version_time_string(as_of_time)) -%}
-        {%- if target_entry is none -%}
-            {{ exceptions.raise_compiler_error(
-                relation ~ " had no version at " ~ as_of_time ~ " (or it has expired); " ~ known) }}
-        {%- endif -%}
+    {%- if request.selector == 'version' -%}
+        {%- set target_entry = adapter.version_with_id(versions, checked_version_id(version)) -%}
+    {%- elif request.selector == 'as_of_time' -%}
+        {%- set target_entry = adapter.version_current_at(versions, version_time_string(as_of_time)) -%}
     {%- else -%}
         {%- set target_entry = version_of_invocation(relation, invocation_id, versions) -%}
-        {%- if target_entry is none -%}
-            {{ exceptions.raise_compiler_error(
-                "No retained version of " ~ relation ~ " was written by dbt invocation " ~ invocation_id
-                ~ " (no row of any retained version carries it as its newest run); " ~ known) }}
-        {%- endif -%}
+    {%- endif -%}
+    {%- if target_entry is none -%}
+        {{ exceptions.raise_compiler_error(adapter.restore_target_missing(request, relation | string, versions)) }}
     {%- endif -%}
 
     {%- set from_version = current_version(relation) -%}
@@ -75,12 +45,12 @@
         ~ (sql_string(from_version) if from_version is not none else 'cast(null as string)') ~ ", "
         ~ sql_string(target_entry.version) ~ ", "
         ~ "cast(" ~ sql_string(target_entry.committed_at) ~ " as timestamp), "
-        ~ sql_string(selectors[0]) ~ ", "
-        ~ sql_string(reason) ~ ", "
+        ~ sql_string(request.text) ~ ", "
+        ~ sql_string(request.reason) ~ ", "
         ~ sql_string(var('actor') | string) ~ ", "
         ~ sql_string(current_invocation_id()) }}
     {%- endcall -%}
     {{ log('restore_table: ' ~ relation ~ ' restored from version ' ~ from_version ~ ' to version '
-        ~ target_entry.version ~ ' (current from ' ~ target_entry.committed_at ~ ' UTC, ' ~ selectors[0]
+        ~ target_entry.version ~ ' (current from ' ~ target_entry.committed_at ~ ' UTC, ' ~ request.text
         ~ '); recorded in ' ~ restores ~ '. Re-run with: dbt build --select ' ~ model ~ '+', info=true) }}
 {% endmacro %}

@@ -113,31 +113,22 @@
 {%- endmacro %}
 
 {#- The entry of `versions` (from table_versions) that was current at a UTC
-    time string, or none when the table had no version yet. -#}
+    time string, or none when the table had no version yet: the last one
+    committed at or before it (python_jobs/core/versions.py). -#}
 {% macro version_current_at(versions, time_string) -%}
-    {%- set found = [] -%}
-    {%- for entry in versions if entry.committed_at <= time_string -%}
-        {%- do found.append(entry) -%}
-    {%- endfor -%}
-    {{ return(found[-1] if found else none) }}
+    {{ return(adapter.version_current_at(versions, time_string)) }}
 {%- endmacro %}
 
 {#- The version a dbt run left the table in: the newest version whose newest
     rows (max changed_run_at) are that run's rows. The run is found by its
     rows' invocation_id, in any retained version (its rows may since have been
     rewritten). Needs columns invocation_id and changed_run_at (gold models).
-    Returns the entry of table_versions, or none. -#}
+    Returns the entry of table_versions, or none. The SQL reads each version's
+    newest run; python_jobs/core/versions.py checks the id and picks the version. -#}
 {% macro version_of_invocation(relation, invocation_id, versions=none) -%}
-    {%- set invocation_id = (invocation_id | string) | trim -%}
-    {%- if not modules.re.match('^[A-Za-z0-9_-]+$', invocation_id) -%}
-        {{ exceptions.raise_compiler_error("An invocation id looks like a UUID, got '" ~ invocation_id ~ "'") }}
-    {%- endif -%}
-    {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
-    {%- if 'invocation_id' not in columns or 'changed_run_at' not in columns -%}
-        {{ exceptions.raise_compiler_error(
-            relation ~ " has no invocation_id and changed_run_at columns, so its versions cannot be mapped to runs;"
-            ~ " use version or as_of_time instead.") }}
-    {%- endif -%}
+    {%- set lookup = adapter.invocation_lookup(relation | string, invocation_id,
+        adapter.get_columns_in_relation(relation) | map(attribute='name') | list) -%}
+    {%- if lookup.error -%}{{ exceptions.raise_compiler_error(lookup.error) }}{%- endif -%}
     {%- set versions = versions if versions is not none else table_versions(relation) -%}
     {%- set ids = versions | map(attribute='version') | unique | list -%}
     {%- if ids | length == 0 -%}
@@ -148,39 +139,22 @@
             select
                 '{{ version }}' as version,
                 max(changed_run_at) as newest_run_at,
-                max(case when invocation_id = '{{ invocation_id }}' then changed_run_at end) as run_at
+                max(case when invocation_id = '{{ lookup.invocation_id }}' then changed_run_at end) as run_at
             from {{ relation_at_version(relation, version) }}
             {% if not loop.last %}union all{% endif %}
         {%- endfor %}
     {%- endset -%}
-    {%- set left_by_run = [] -%}
-    {%- for row in run_query(sql).rows -%}
-        {%- if row['run_at'] is not none and row['run_at'] == row['newest_run_at'] -%}
-            {%- do left_by_run.append(row['version']) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- set found = [] -%}
-    {%- for entry in versions if entry.version in left_by_run -%}
-        {%- do found.append(entry) -%}
-    {%- endfor -%}
-    {{ return(found[-1] if found else none) }}
+    {{ return(adapter.version_left_by_invocation(versions, run_query(sql))) }}
 {%- endmacro %}
 
 {#- Which versions the retention horizon protects. `cutoff` is the horizon's
     start (UTC time string). Protected: the version current at the cutoff and
     every later one. Returns {expire_before, protected}: expire_before is the
     earliest time a protected version was created (at most the cutoff), so
-    expiring what was created before it never touches a protected version. -#}
+    expiring what was created before it never touches a protected version
+    (python_jobs/core/versions.py). -#}
 {% macro retention_boundary(versions, cutoff) -%}
-    {%- set first_protected = [versions | length] -%}
-    {%- for entry in versions -%}
-        {%- if entry.committed_at <= cutoff -%}
-            {%- do first_protected.append(loop.index0) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- set protected = versions[first_protected[-1]:] if first_protected | length > 1 else versions -%}
-    {%- set expire_before = ([cutoff] + (protected | map(attribute='created_at') | list)) | min -%}
-    {{ return({'expire_before': expire_before, 'protected': protected}) }}
+    {{ return(adapter.retention_boundary(versions, cutoff)) }}
 {%- endmacro %}
 
 {#- The running invocation's id (macros with an `invocation_id` argument shadow

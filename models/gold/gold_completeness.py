@@ -1,8 +1,8 @@
-"""Estimated completeness and final value of each non-final partition (python_jobs.completeness)."""
+"""Estimated completeness and final value of each non-final partition (python_jobs.core.completeness)."""
 
 from pyspark.sql import functions as F
 
-from python_jobs.completeness import completeness_at, lateness_summary, order_arrivals, parse_as_of
+from python_jobs.core.completeness import completeness_at, lateness_summary, order_arrivals, parse_as_of
 
 
 def model(dbt, session):

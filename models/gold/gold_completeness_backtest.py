@@ -1,8 +1,8 @@
-"""Error of the completeness estimate by hours after the day ended (python_jobs.completeness)."""
+"""Error of the completeness estimate by hours after the day ended (python_jobs.core.completeness)."""
 
 import json
 
-from python_jobs.completeness import backtest, order_arrivals, parse_as_of
+from python_jobs.core.completeness import backtest, order_arrivals, parse_as_of
 
 
 def model(dbt, session):

@@ -1,6 +1,6 @@
-"""Sessions, conversion and duration per session date and source (python_jobs.sessionize)."""
+"""Sessions, conversion and duration per session date and source (python_jobs.core.sessionize)."""
 
-from python_jobs.sessionize import daily_sessions
+from python_jobs.core.sessionize import daily_sessions
 
 
 def model(dbt, session):

@@ -1,4 +1,4 @@
-"""Sessions by event time per user (python_jobs.sessionize), kept exact incrementally.
+"""Sessions by event time per user (python_jobs.core.sessionize), kept exact incrementally.
 
 Each run re-sessionizes only the users and times touched by silver changes
 since the last run and merges the new and changed sessions on session_id;
@@ -6,7 +6,7 @@ sessions that merged into another, split or lost their events come back as
 tombstones (event_count 0), which the post-hook deletes.
 """
 
-from python_jobs.sessionize import update_sessions
+from python_jobs.core.sessionize import update_sessions
 
 
 def model(dbt, session):

@@ -21,15 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # One state dir (metastore + warehouse) per pytest process: Derby is
 # single-process, and parallel runs must not clobber each other.
 STATE_DIR = Path(os.environ.get("LATECOMER_TEST_STATE_DIR", ROOT / ".latecomer" / f"pytest-{os.getpid()}"))
-# Set before anything imports python_jobs.spark_config or starts Spark.
+# Set before anything imports python_jobs.core.spark_config or starts Spark.
 os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from dbt.cli.main import dbtRunner, dbtRunnerResult  # noqa: E402
+from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
-from python_jobs import ingest  # noqa: E402
-from python_jobs.spark_config import get_spark  # noqa: E402
+from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
+from python_jobs.core.spark_config import get_spark  # noqa: E402
+from python_jobs.landing import ingest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -60,37 +61,24 @@ class Project:
         expect_ok: bool = True,
         target: str | None = None,
     ) -> dbtRunnerResult:
-        """dbt in-process; keeps dbt's non-debug log messages in ``messages``."""
-        cli = [
-            *args,
-            "--project-dir",
-            str(self.project_dir),
-            "--profiles-dir",
-            str(ROOT / "profiles"),
-            "--target",
-            target or self.target,
-            "--target-path",
-            str(self.target_path),
-        ]
-        if vars:
-            cli += ["--vars", json.dumps(vars)]
-        os.environ["LATECOMER_SCHEMA"] = self.schema
+        """dbt in-process; keeps dbt's non-debug log messages in ``messages``.
+
+        With ``expect_ok``, a failure raises ``DbtRunError`` naming the failing nodes.
+        """
+        runner = DbtRunner(
+            project_dir=self.project_dir,
+            profiles_dir=ROOT / "profiles",
+            target=target or self.target,
+            target_path=self.target_path,
+            schema=self.schema,
+        )
         self.messages = []
-        result = dbtRunner(
-            callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)]
-        ).invoke(cli)
-        if expect_ok and not result.success:
-            failures = (
-                [
-                    f"{r.node.name}: {r.message}"
-                    for r in (result.result or [])
-                    if r.status in ("error", "fail")
-                ]
-                if hasattr(result.result, "__iter__")
-                else [str(result.exception)]
-            )
-            raise AssertionError(f"dbt {' '.join(args)} failed: {failures}")
-        return result
+        return runner.invoke(
+            *args,
+            vars=vars,
+            callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
+            check=expect_ok,
+        )
 
     def build(self, as_of: str, select: str | None = None, **more_vars: Any) -> dbtRunnerResult:
         selection = ["--select", select] if select else []

@@ -1,7 +1,7 @@
 """Completeness estimates: a worked example, and simulated data with a known lateness law.
 
 Expected values are computed by hand or from the lateness distribution
-(closed form), never with python_jobs.completeness itself.
+(closed form), never with python_jobs.core.completeness itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from python_jobs.completeness import (
+from python_jobs.core.completeness import (
     METRICS,
     backtest,
     completeness_at,

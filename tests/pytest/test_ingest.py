@@ -1,8 +1,8 @@
-"""The landing contract of python -m python_jobs.ingest."""
+"""The landing contract of python -m python_jobs.landing.ingest."""
 
 from __future__ import annotations
 
-from python_jobs import ingest
+from python_jobs.landing import ingest
 from tests.pytest.conftest import Project
 
 

@@ -178,7 +178,7 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
 
 
 def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> None:
-    from python_jobs import steward
+    from python_jobs.landing import steward
 
     held = {
         r.event_id: r.bronze_row_id

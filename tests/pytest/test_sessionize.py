@@ -2,7 +2,7 @@
 
 Expected sessions come from a plain-Python sessionizer written from the rule
 ("a new session starts when the previous event of the user is more than the
-gap earlier"), not from python_jobs.sessionize.
+gap earlier"), not from python_jobs.core.sessionize.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from python_jobs.sessionize import daily_sessions, sessionize, update_sessions
+from python_jobs.core.sessionize import daily_sessions, sessionize, update_sessions
 from tests.pytest.conftest import Project
 from tests.pytest.test_late_arrival_sample import LANDING, batches
 

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbt.cli.main import dbtRunner, dbtRunnerResult
+from dbt.cli.main import dbtRunnerResult
 
-from python_jobs import spark_config, thrift_server
+from python_jobs.core import spark_config
+from python_jobs.core.dbt_runner import DbtRunner, failures
+from python_jobs.operations import thrift_server
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_OF = "2024-01-17T00:00:00+00:00"
@@ -72,7 +74,7 @@ def free_port() -> int:
 
 def run_cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "python_jobs.thrift_server", *args],
+        [sys.executable, "-m", "python_jobs.operations.thrift_server", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -130,7 +132,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         landing = state / f"{feed}.ndjson"
         landing.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
         ingest = subprocess.run(
-            [sys.executable, "-m", "python_jobs.ingest", "--source", source, "--feed", feed]
+            [sys.executable, "-m", "python_jobs.landing.ingest", "--source", source, "--feed", feed]
             + ["--arrival-ts", ARRIVAL_TS, str(landing)],
             cwd=ROOT,
             env=env,
@@ -180,28 +182,8 @@ def test_port_taken_by_another_server_is_refused(server: Server, tmp_path: Path)
 
 
 def dbt_thrift(*args: str, target_path: Path) -> dbtRunnerResult:
-    cli = [
-        *args,
-        "--project-dir",
-        str(ROOT),
-        "--profiles-dir",
-        str(ROOT / "profiles"),
-        "--target",
-        "thrift",
-        "--target-path",
-        str(target_path),
-    ]
-    return dbtRunner().invoke(cli)
-
-
-def failures(result: dbtRunnerResult) -> list[str]:
-    if result.exception is not None or not hasattr(result.result, "__iter__"):
-        return [str(result.exception)]
-    return [
-        f"{r.node.name}: {r.message}"
-        for r in result.result  # type: ignore[union-attr]
-        if r.status in ("error", "fail")
-    ]
+    runner = DbtRunner(ROOT, profiles_dir=ROOT / "profiles", target="thrift", target_path=target_path)
+    return runner.invoke(*args, check=False)
 
 
 @pytest.mark.thrift

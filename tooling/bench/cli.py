@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"--conf spark.sql.ui.retainedExecutions=5000 {submit_args}"
 
-    from python_jobs.spark_config import get_spark  # after the environment above is set
+    from python_jobs.core.spark_config import get_spark  # after the environment above is set
 
     spark = get_spark(cfg.table_format)
     try:

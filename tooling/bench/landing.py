@@ -1,4 +1,4 @@
-"""Landing the synthetic data through python_jobs.ingest, once per scale.
+"""Landing the synthetic data through python_jobs.landing.ingest, once per scale.
 
 Files land in as few ingest calls as ingest allows: one per arrival time,
 feed and source, with every file of that landing (the generator writes one). Once a scale's history and late
@@ -34,10 +34,13 @@ from tooling.bench.state import (
 )
 from tooling.synthetic import Batch, History
 
+# The files whose code decides what ingest lands (part of the landing key).
+INGEST_CODE = ("python_jobs/landing/ingest.py", "python_jobs/core/constants.py")
+
 
 def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
-    """Land ``batches`` through python_jobs.ingest, one call per (arrival, feed, source)."""
-    from python_jobs import ingest
+    """Land ``batches`` through python_jobs.landing.ingest, one call per (arrival, feed, source)."""
+    from python_jobs.landing import ingest
 
     settings = ingest.IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
     groups: dict[tuple[datetime, bool, str, str], list[Path]] = {}
@@ -92,8 +95,12 @@ class Landed:
 
 
 def landing_key(cfg: BenchConfig, history: History) -> str:
-    """What landed bronze depends on: the data, the ingest code, the format."""
-    ingest_code = hashlib.sha1((REPO_ROOT / "python_jobs" / "ingest.py").read_bytes()).hexdigest()[:12]
+    """What landed bronze depends on: the data, the ingest code (and the
+    contract constants it reads), the format."""
+    digest = hashlib.sha1()
+    for path in INGEST_CODE:
+        digest.update((REPO_ROOT / path).read_bytes())
+    ingest_code = digest.hexdigest()[:12]
     return f"{history.scale.key()}|ingest {ingest_code}|{cfg.table_format}"
 
 

@@ -8,7 +8,6 @@ what it builds, and results name what they built.
 from __future__ import annotations
 
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from python_jobs.core.dbt_runner import DbtRunner
 from tooling.bench.config import CORE_MODELS, DBT_PROJECT_FILES, REPO_ROOT, BenchConfig
 from tooling.bench.metrics import NodeTagger
 
@@ -42,31 +42,22 @@ def run_dbt(
     patches). A core model (CORE_MODELS) that fails or is skipped aborts the
     benchmark; any other failing node (a data test, a model outside the
     late-arrival path) is recorded and reported, and the run goes on."""
-    from dbt.cli.main import dbtRunner
-
-    project_dir = cfg.patched_project_dir if patched else cfg.project_dir
-    cli = [
-        *args,
-        "--project-dir",
-        str(project_dir),
-        "--profiles-dir",
-        str(project_dir / "profiles"),
-        "--target",
-        cfg.target,
-        "--target-path",
-        str(cfg.target_path.with_name("target-patched") if patched else cfg.target_path),
-        "--log-path",
-        str(cfg.log_path),
-    ]
+    runner = DbtRunner(
+        project_dir=cfg.patched_project_dir if patched else cfg.project_dir,
+        target=cfg.target,
+        target_path=cfg.target_path.with_name("target-patched") if patched else cfg.target_path,
+        log_path=cfg.log_path,
+        schema=cfg.schema,
+    )
+    options: list[str] = []
     if not cfg.with_tests and args[0] == "build":
-        cli += ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
+        options += ["--exclude-resource-type", "test", "--exclude-resource-type", "unit_test"]
     if cfg.select:
-        cli += ["--select", cfg.select]
-    if vars:
-        cli += ["--vars", json.dumps(vars)]
-    os.environ["LATECOMER_SCHEMA"] = cfg.schema
+        options += ["--select", cfg.select]
     started = time.perf_counter()
-    result = dbtRunner(callbacks=[NodeTagger(spark)] if spark is not None else []).invoke(cli)
+    result = runner.invoke(
+        *args, *options, vars=vars, callbacks=[NodeTagger(spark)] if spark is not None else [], check=False
+    )
     seconds = time.perf_counter() - started
     results = getattr(result.result, "results", None)
     if results is None:

@@ -1,6 +1,6 @@
 """Synthetic store history for the benchmark (python -m tooling.bench).
 
-Writes NDJSON landing files in the ingest contract (see python_jobs.ingest),
+Writes NDJSON landing files in the ingest contract (see python_jobs.landing.ingest),
 with the mix of the sample data at any scale:
 
 * the events of ``landing_days`` consecutive arrival days land together, at
@@ -42,6 +42,8 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 
+from python_jobs.core.constants import CUSTOMER_TIERS, MONEY_EVENT_TYPES
+
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 DAY = 86_400
 # Days are numbered from EPOCH; every history ends on day LAST_DAY (2025-12-30).
@@ -70,7 +72,6 @@ EVENT_TYPE_WEIGHTS = {
     "refund": 0.03,
 }
 AMOUNT_TYPES = frozenset({"order_placed", "payment_confirmed", "refund"})
-MONEY_TYPES = frozenset({"order_placed", "refund"})
 # UTC offsets the sources stamp their local times with (minutes).
 OFFSETS = ((0, "Z"), (0, "+00:00"), (120, "+02:00"), (-300, "-05:00"), (330, "+05:30"))
 
@@ -425,7 +426,7 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
                 writer.write(min(arrival + 1 + int(rand() * 3), last), name, text)
                 stats["dup_across"] += 1
                 touched = True
-            if id_less or event_type not in MONEY_TYPES:
+            if id_less or event_type not in MONEY_EVENT_TYPES:
                 continue
             event = _Event(source, event_id, event_type, user_id, seconds, cents, offset)
             roll = rand()
@@ -469,7 +470,6 @@ def _write_history(scale: Scale, folder: Path) -> tuple[list[Batch], dict[str, i
     return batches, stats, known
 
 
-CUSTOMER_TIERS = ("bronze", "silver", "gold", "platinum")
 REGIONS = ("EU", "NA", "APAC", "LATAM")
 
 

@@ -1,4 +1,4 @@
-"""Connections: session targets start Spark from python_jobs.spark_config."""
+"""Connections: session targets start Spark from python_jobs.core.spark_config."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def start_session(creds: LatecomerCredentials) -> None:
     dbt-spark's session cursor calls ``SparkSession.builder.getOrCreate()``
     and so picks up the session made here.
     """
-    from python_jobs.spark_config import SparkConfigError, get_spark
+    from python_jobs.core.spark_config import SparkConfigError, get_spark
 
     try:
         get_spark(creds.table_format, creds.spark_master)

@@ -96,7 +96,7 @@ class SessionPythonJobHelper(PythonJobHelper):
     def submit(self, compiled_code: str) -> None:
         from pyspark.sql import DataFrame
 
-        from python_jobs.spark_config import get_spark
+        from python_jobs.core.spark_config import get_spark
 
         spark = get_spark(getattr(self.credentials, "table_format", None))
         model_code, relation = split_compiled_code(compiled_code)

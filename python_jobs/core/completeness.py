@@ -46,7 +46,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-ORDER_EVENT_TYPE = "order_placed"
+from python_jobs.core.constants import ORDER_EVENT_TYPE
+
 METRICS = ("orders", "gross_revenue")
 # Metric values stay exact (decimal) in sums; ratios and estimates are doubles.
 VALUE = "decimal(38,2)"

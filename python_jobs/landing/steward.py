@@ -1,8 +1,8 @@
 """Steward path for quarantined rows: list, release or reject them.
 
-    python -m python_jobs.steward list
-    python -m python_jobs.steward release --reason "late partner file, approved" BRONZE_ROW_ID...
-    python -m python_jobs.steward reject --reason "test traffic" BRONZE_ROW_ID...
+    python -m python_jobs.landing.steward list
+    python -m python_jobs.landing.steward release --reason "late partner file, approved" BRONZE_ROW_ID...
+    python -m python_jobs.landing.steward reject --reason "test traffic" BRONZE_ROW_ID...
 
 Decisions are appended to ``<schema>_bronze.steward_decisions``; the next
 ``dbt build`` applies them: released rows merge into silver and restate gold
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from python_jobs.spark_config import get_spark
+from python_jobs.core.spark_config import get_spark
 
 RELEASABLE_REASONS = ("beyond_watermark",)
 
@@ -81,7 +81,7 @@ def list_quarantine(spark: SparkSession, schema: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m python_jobs.steward", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m python_jobs.landing.steward", description=__doc__)
     parser.add_argument("--schema", default=os.environ.get("LATECOMER_SCHEMA", "latecomer"))
     parser.add_argument("--actor", default=os.environ.get("LATECOMER_ACTOR", getpass.getuser()))
     commands = parser.add_subparsers(dest="command", required=True)

@@ -1,7 +1,7 @@
 """Land newline-delimited JSON files in bronze, append-only.
 
-    python -m python_jobs.ingest --source web [--arrival-ts 2024-01-16T09:00:00+00:00] FILE...
-    python -m python_jobs.ingest --source crm --feed customers FILE...
+    python -m python_jobs.landing.ingest --source web [--arrival-ts 2024-01-16T09:00:00+00:00] FILE...
+    python -m python_jobs.landing.ingest --source crm --feed customers FILE...
 
 Every non-blank line becomes one bronze row: well-formed lines with typed
 columns, malformed ones with ``parse_error`` set, so they can be routed to
@@ -30,14 +30,11 @@ from typing import TextIO
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
-from python_jobs.spark_config import get_spark
+from python_jobs.core.constants import CUSTOMER_TIERS, EVENT_TYPES, MONEY, MONEY_EVENT_TYPES
+from python_jobs.core.spark_config import get_spark
 
-EVENT_TYPES = ("page_view", "add_to_cart", "order_placed", "payment_confirmed", "refund")
-MONEY_EVENT_TYPES = ("order_placed", "refund")
-CUSTOMER_TIERS = ("bronze", "silver", "gold", "platinum")
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
 ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$"
-MONEY = "decimal(18,2)"
 
 
 @dataclass(frozen=True)
@@ -586,7 +583,7 @@ def parse_arrival(text: str | None) -> datetime:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m python_jobs.ingest", description=__doc__.split("\n\n")[0]
+        prog="python -m python_jobs.landing.ingest", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--source", required=True, help="source system, e.g. web, mobile, partner")
     parser.add_argument("--feed", choices=sorted(FEEDS), default="events", help="kind of file")

@@ -35,14 +35,14 @@ whatever the arrival order.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-ORDER_EVENT_TYPE = "order_placed"
+from python_jobs.core.constants import MONEY, ORDER_EVENT_TYPE
+
 EVENT_KEY = ("event_id", "source_system")
-MONEY = "decimal(18,2)"
 MICROS_PER_SECOND = 1_000_000
 # A merged row with no events marks a session to delete (see resessionize).
 TOMBSTONE_COLUMN = "event_count"
@@ -142,7 +142,7 @@ def near_point_days(points: DataFrame, gap: int) -> Column:
     return condition
 
 
-def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list:
+def event_dates_to_read(touched: DataFrame, points: DataFrame) -> list[date]:
     """UTC dates spanned by the touched sessions and dates of the changed points."""
     spans = touched.select(
         F.explode(F.sequence(F.to_date("session_start_ts"), F.to_date("session_end_ts"))).alias("event_date")

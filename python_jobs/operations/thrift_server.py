@@ -1,24 +1,24 @@
 """Start, check and stop a local Spark Thrift Server for the ``thrift`` dbt target.
 
-    python -m python_jobs.thrift_server start  [--port N] [--timeout S] [--table-format F]
-    python -m python_jobs.thrift_server status [--port N]
-    python -m python_jobs.thrift_server stop
+    python -m python_jobs.operations.thrift_server start  [--port N] [--timeout S] [--table-format F]
+    python -m python_jobs.operations.thrift_server status [--port N]
+    python -m python_jobs.operations.thrift_server stop
 
 The server is the HiveThriftServer2 shipped in the pyspark wheel, launched with
 ``<pyspark>/bin/spark-submit`` in the background and bound to 127.0.0.1. It gets
 exactly the settings of the ``local`` target, from
-:func:`python_jobs.spark_config.spark_conf`: same catalog, warehouse, metastore
+:func:`python_jobs.core.spark_config.spark_conf`: same catalog, warehouse, metastore
 and table format. Jars go on the driver class path (``--jars`` would not reach
 the server's SQL sessions).
 
 Environment variables: ``LATECOMER_THRIFT_PORT`` (default port, 10000),
-``LATECOMER_STATE_DIR`` (see :mod:`python_jobs.spark_config`). The pid file
+``LATECOMER_STATE_DIR`` (see :mod:`python_jobs.core.spark_config`). The pid file
 (``thrift_server.pid``: pid on the first line, port on the second) and the log
 file (``thrift_server.log``) live in the state dir.
 
 The embedded Derby metastore (the default, when ``LATECOMER_METASTORE_URI`` is
 unset) admits a single process: while the server runs, no other Spark process
-(``python -m python_jobs.ingest``, ``dbt --target local``, pytest's session)
+(``python -m python_jobs.landing.ingest``, ``dbt --target local``, pytest's session)
 can use the same state dir, and the server cannot start while one of them holds
 it. Land data before ``start`` or after ``stop``, or give each its own
 ``LATECOMER_STATE_DIR``.
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from python_jobs.spark_config import SparkConfigError, spark_conf, state_dir
+from python_jobs.core.spark_config import SparkConfigError, spark_conf, state_dir
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 10000
@@ -49,7 +49,7 @@ STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 PID_FILE = "thrift_server.pid"
 LOG_FILE = "thrift_server.log"
-PROG = "python -m python_jobs.thrift_server"
+PROG = "python -m python_jobs.operations.thrift_server"
 LOG_TAIL_LINES = 20
 
 

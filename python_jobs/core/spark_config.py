@@ -33,7 +33,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLE_FORMATS = ("iceberg", "delta")
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"

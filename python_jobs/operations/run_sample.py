@@ -1,7 +1,7 @@
 """The main job on the sample data: land each sample batch through ingest and
 `dbt build` on the local target, as a day of late data would unfold.
 
-    python -m python_jobs.run_sample   (make run)
+    python -m python_jobs.operations.run_sample   (make run)
 
 Batches and arrival times come from seeds/landing_batches.csv; files from
 seeds/landing/. Running it again lands nothing new and changes nothing.
@@ -12,9 +12,11 @@ from __future__ import annotations
 import csv
 import os
 import sys
+from typing import Any
 
-from python_jobs import ingest
-from python_jobs.spark_config import REPO_ROOT, get_spark
+from python_jobs.core.dbt_runner import DbtRunError, DbtRunner
+from python_jobs.core.spark_config import REPO_ROOT, get_spark
+from python_jobs.landing import ingest
 
 SEEDS = REPO_ROOT / "seeds"
 # Build after these batch numbers, as of the latest arrival so far.
@@ -27,13 +29,11 @@ def sample_batches() -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def dbt(*args: str) -> None:
-    from dbt.cli.main import dbtRunner
-
-    cli = [*args, "--project-dir", str(REPO_ROOT), "--profiles-dir", str(REPO_ROOT / "profiles")]
-    result = dbtRunner().invoke(cli)
-    if not result.success:
-        raise SystemExit(f"run_sample: dbt {args[0]} failed; see logs/dbt.log")
+def dbt(*args: str, vars: dict[str, Any] | None = None) -> None:
+    try:
+        DbtRunner(REPO_ROOT).invoke(*args, vars=vars)
+    except DbtRunError as exc:
+        raise SystemExit(f"run_sample: {exc}; see logs/dbt.log") from None
 
 
 def main() -> int:
@@ -54,7 +54,7 @@ def main() -> int:
             # partitions, past the publication gate's limits; the sample run
             # publishes anyway, and the override is logged and audited.
             print(f"== dbt build as of {as_of} (publication gate overridden: sample run)")
-            dbt("build", "--vars", f'{{as_of: "{as_of}", publication_gate_override: "{GATE_OVERRIDE}"}}')
+            dbt("build", vars={"as_of": as_of, "publication_gate_override": GATE_OVERRIDE})
     schema = os.environ.get("LATECOMER_SCHEMA", "latecomer")
     get_spark().sql(
         f"select event_date, source_system, orders, gross_revenue, refunds, net_revenue, status, "

@@ -1,0 +1,1 @@
+"""Command-line tools that land data in bronze (``ingest``) and decide on quarantined rows (``steward``)."""

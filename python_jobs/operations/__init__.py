@@ -1,0 +1,1 @@
+"""Command-line tools that run the project: the Thrift server and the sample run."""
