@@ -140,3 +140,26 @@ def write_ndjson(tmp_path: Path):
         return path
 
     return write
+
+
+# What ran and how long each part took, printed at the end of every run.
+_module_seconds: dict[str, float] = {}
+_module_outcomes: dict[str, dict[str, int]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    module = report.nodeid.split("::", 1)[0]
+    _module_seconds[module] = _module_seconds.get(module, 0.0) + report.duration
+    if report.when == "call" or report.outcome != "passed":
+        outcomes = _module_outcomes.setdefault(module, {})
+        outcomes[report.outcome] = outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _module_seconds:
+        return
+    terminalreporter.section("time per test file (setup, tests and teardown)")
+    for module, seconds in sorted(_module_seconds.items(), key=lambda item: -item[1]):
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(_module_outcomes.get(module, {}).items()))
+        terminalreporter.write_line(f"{seconds:8.1f} s  {module}  ({outcomes})")
+    terminalreporter.write_line(f"{sum(_module_seconds.values()):8.1f} s  in all")
