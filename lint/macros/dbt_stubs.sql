@@ -3,3 +3,4 @@
 {% macro is_incremental() %}{{ return(true) }}{% endmacro %}
 {% macro log(message, info=false) %}{% endmacro %}
 {% macro run_query(sql) %}{{ return(none) }}{% endmacro %}
+{% macro get_where_subquery(relation) %}{{ return(relation) }}{% endmacro %}
