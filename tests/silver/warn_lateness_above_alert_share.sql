@@ -11,11 +11,14 @@ with ledger as (
     select * from {{ get_where_subquery(ref('silver_event_arrivals')) }}
 ),
 
+newest_run as (
+    select max(ledger_run_at) as ledger_run_at from ledger
+),
+
 latest_run as (
-    select * from ledger
-    where
-        parse_error is null
-        and ledger_run_at = (select max(ledger_run_at) from ledger)
+    select ledger.* from ledger
+    inner join newest_run on ledger.ledger_run_at = newest_run.ledger_run_at
+    where ledger.parse_error is null
 ),
 
 shares as (
