@@ -27,27 +27,6 @@
         union all
         {{ backfill_window_partitions(window_partition_expr) }}
         {%- endif %}
-        {%- if var('restate_lookback_days', none) %}
-        {#- Static lookback (what microbatch `lookback` or "re-run the last N days"
-            does): every partition of the last N days is recomputed and rewritten
-            (see lookback_rewrite in restate) whether or not it changed; changed
-            partitions outside the window are still restated. The window is the
-            last N days of the model's own partitions when partition_expr is one
-            of its columns, else of `changes` (which must then be the whole change
-            relation). Off by default; python -m tooling.bench compares it. #}
-        {%- set lookback_source = changes %}
-        {%- if execute and is_incremental() %}
-            {%- set own_columns = adapter.get_columns_in_relation(this) | map(attribute='name') | map('lower') | list %}
-            {%- if partition_expr | lower in own_columns %}
-                {%- set lookback_source = this %}
-            {%- endif %}
-        {%- endif %}
-        union all
-        select distinct {{ partition_expr }} as partition_value, cast(null as string) as reason, cast(null as timestamp) as changed_run_at
-        from {{ lookback_source }}
-        where {{ partition_expr }} >= date_sub(
-            (select max({{ partition_expr }}) from {{ lookback_source }}), {{ var('restate_lookback_days') }} - 1)
-        {%- endif %}
     ) as touched
     where partition_value is not null
     group by partition_value

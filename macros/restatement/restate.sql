@@ -125,36 +125,10 @@
     )
     {%- endif %}
 
-    {%- if var('restate_lookback_days', none) and is_incremental() %},
-
-    {#- Static lookback (restate_lookback_days): a lookback job rewrites every
-        partition of its window, changed or not. The stored rows of impacted
-        partitions that neither changed nor moved status are written back as
-        they are (same values, version and change markers), so the merge
-        rewrites those partitions' files as the job would, and nothing else. #}
-    lookback_rewrite as (
-        select
-            stored_impacted.*,
-            {{ published_values('stored_impacted.', measures, 'stored_impacted.status', 'stored_impacted.version') }}
-                as published_before
-        from stored_impacted
-        left anti join restated
-            on {% for key in keys %}stored_impacted.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
-        {%- if status == 'computed' %}
-        left anti join status_moved
-            on {% for key in keys %}stored_impacted.{{ key }} = status_moved.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
-        {%- endif %}
-    )
-    {%- endif %}
-
     select * from restated
     {%- if status == 'computed' and is_incremental() %}
         union all
         select * from status_moved
-    {%- endif %}
-    {%- if var('restate_lookback_days', none) and is_incremental() %}
-        union all
-        select * from lookback_rewrite
     {%- endif %}
 {%- endmacro %}
 
