@@ -2,11 +2,12 @@
 
 Runs the benchmark's own functions on the session's Spark (one JVM) in a schema
 of its own, once, and checks what it measured: the incremental build rewrites
-exactly the k late partitions of gold, the static lookback its window plus
-those, the full refresh every partition; the three give the same silver and
-gold; the floor (a plain PySpark job) merges the late batch into the same
-silver_events rows; a build with nothing new writes no table version; the
-incremental build reads only the late batch from bronze; results are written.
+exactly the k late partitions of gold, the static lookback (a copy of the
+project with tooling/bench/lookback.patch) its window plus those, the full
+refresh every partition; the three give the same silver and gold; the floor
+(a plain PySpark job) merges the late batch into the same silver_events rows;
+a build with nothing new writes no table version; the incremental build reads
+only the late batch from bronze; results are written.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def test_full_refresh_rewrites_every_partition(bench_run):
 def test_lookback_rewrites_its_whole_window(bench_run):
     report = bench_run["report"]
     run = run_of(report, "lookback")
+    assert list(report["git"]["lookback_patch"]) == ["tooling/bench/lookback.patch"]
     start, end = (date.fromisoformat(d) for d in run["lookback_window"])
     assert (end - start).days == LOOKBACK_DAYS - 1
     window = {str(start + timedelta(days=i)) for i in range(LOOKBACK_DAYS)}

@@ -11,10 +11,12 @@ runs from the same starting tables:
 
   incremental   `dbt build` after one late batch touching k event-date
                 partitions: only the changed partitions are recomputed;
-  lookback      `dbt build --vars {restate_lookback_days: N}`: every partition
-                of the last N event days is recomputed and rewritten, as a
+  lookback      the same build of a copy of the project with
+                tooling/bench/lookback.patch applied and
+                --vars {restate_lookback_days: N}: every partition of the
+                last N event days is recomputed and rewritten, as a
                 static-lookback job would (plus the changed ones, so the
-                result stays correct);
+                result stays correct); the product has no such mode;
   full_refresh  `dbt build --full-refresh`: silver and gold rebuilt from bronze
                 (late_arrival_audit is full_refresh: false and appends);
   floor         the least work that applies the late batch, a plain PySpark
@@ -53,5 +55,7 @@ Generated landing files are kept in bench_results/data/<scale>, and each
 scale's landing in bronze is recorded (tooling.bench.landing): later runs of
 the same scale put bronze back instead of landing again. The dbt project is
 copied at the start (from the working tree, --project-source DIR or
---git-ref REF, plus any --patch), so edits made during a run do not change it.
+--git-ref REF, plus any --patch), so edits made during a run do not change it;
+lookback and patched build copies of that copy with their own diff applied
+(a lookback.patch that no longer applies stops the run before any build).
 """

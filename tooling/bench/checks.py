@@ -24,7 +24,7 @@ def gold_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
 
 def lookback_window(spark: SparkSession, schema: str, days: int) -> list[str]:
     """The window the static lookback covered in gold_daily_revenue: its last
-    ``days`` event dates (see changed_partitions in macros/restatement)."""
+    ``days`` event dates (see changed_partitions in tooling/bench/lookback.patch)."""
     row = spark.sql(
         f"select cast(date_sub(max(event_date), {days} - 1) as string), "
         f"cast(max(event_date) as string) from {schema}_gold.{GOLD_MODEL}"

@@ -17,7 +17,10 @@ from typing import Any
 import tooling.bench
 from tooling.bench.config import (
     DEFAULT,
+    LOOKBACK_PATCH,
+    LOOKBACK_VAR,
     PATCHED,
+    REPO_ROOT,
     RESULTS_DIR,
     SMOKE,
     SMOKE_SELECT,
@@ -85,7 +88,8 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--lookback-days",
         type=int,
-        help=f"static lookback to compare with (default {preset['lookback_days']})",
+        help="days of the lookback variant's static lookback, not in the product: "
+        f"{LOOKBACK_PATCH.relative_to(REPO_ROOT)} with var {LOOKBACK_VAR} (default {preset['lookback_days']})",
     )
     parser.add_argument(
         "--landing-days",

@@ -15,12 +15,22 @@ RESULTS_DIR = REPO_ROOT / "bench_results"
 # nothing_new: a build with nothing landed since the initial one.
 FLOOR = "floor"
 NOTHING_NEW = "nothing_new"
-VARIANTS = ("incremental", "lookback", "full_refresh", FLOOR, NOTHING_NEW)
+# A static lookback (what microbatch `lookback` or "re-run the last N days"
+# does), to compare with. The product has no such mode: the variant builds a
+# copy of the project with LOOKBACK_PATCH applied and var LOOKBACK_VAR set to
+# the window's days.
+LOOKBACK = "lookback"
+LOOKBACK_PATCH = Path(__file__).resolve().with_name("lookback.patch")
+LOOKBACK_VAR = "restate_lookback_days"
+VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW)
 # The incremental build of the project with --candidate-patch applied, from the
 # same starting tables: what a proposed change saves, and that gold is unchanged.
 PATCHED = "patched"
+# Variants that build a project copy of their own: the run's copy with their
+# diffs applied (BenchConfig.variant_patches).
+OWN_PROJECT = (LOOKBACK, PATCHED)
 # The dbt builds of the late batch: their gold and silver must come out the same.
-SAME_RESULT = ("incremental", "lookback", "full_refresh", PATCHED)
+SAME_RESULT = ("incremental", LOOKBACK, "full_refresh", PATCHED)
 DEFAULT: dict[str, Any] = {
     "days": 60,
     "events_per_day": 100_000,
@@ -89,15 +99,24 @@ class BenchConfig:
 
     @property
     def project_dir(self) -> Path:
+        """The run's copy of the dbt project (tooling.bench.project)."""
         return self.results_dir / f"project-{self.schema}"
 
-    @property
-    def patched_project_dir(self) -> Path:
-        return self.results_dir / f"project-{self.schema}-patched"
+    def project_dir_of(self, variant: str | None) -> Path:
+        """The copy ``variant`` builds: its own for a variant in OWN_PROJECT, else the run's."""
+        return self.results_dir / f"project-{self.schema}-{variant}" if variant in OWN_PROJECT else self.project_dir
+
+    def variant_patches(self, variant: str) -> tuple[Path, ...]:
+        """The diffs applied to ``variant``'s own copy, over ``patches``."""
+        return {LOOKBACK: (LOOKBACK_PATCH,), PATCHED: self.candidate_patches}.get(variant, ())
 
     @property
     def target_path(self) -> Path:
         return self.results_dir / "target"
+
+    def target_path_of(self, variant: str | None) -> Path:
+        """dbt's target folder for ``variant``: one per project copy."""
+        return self.results_dir / f"target-{variant}" if variant in OWN_PROJECT else self.target_path
 
     @property
     def log_path(self) -> Path:

@@ -2,7 +2,9 @@
 commit, with patches applied), and dbt invoked on it in this process.
 
 The copy is made at the start, so edits made during a long run do not change
-what it builds, and results name what they built.
+what it builds, and results name what they built. The variants in OWN_PROJECT
+build a copy of that copy with their own diffs: `lookback` the static lookback
+(tooling/bench/lookback.patch), `patched` the --candidate-patch diffs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from python_jobs.core.dbt_runner import DbtRunner
-from tooling.bench.config import CORE_MODELS, DBT_PROJECT_FILES, REPO_ROOT, BenchConfig
+from tooling.bench.config import CORE_MODELS, DBT_PROJECT_FILES, LOOKBACK, OWN_PROJECT, REPO_ROOT, BenchConfig
 from tooling.bench.metrics import NodeTagger
 
 
@@ -36,16 +38,17 @@ def run_dbt(
     *args: str,
     vars: dict[str, Any] | None = None,
     spark: SparkSession | None = None,
-    patched: bool = False,
+    variant: str | None = None,
 ) -> DbtRun:
-    """dbt in this process (``patched``: on the project copy with the candidate
-    patches). A core model (CORE_MODELS) that fails or is skipped aborts the
-    benchmark; any other failing node (a data test, a model outside the
-    late-arrival path) is recorded and reported, and the run goes on."""
+    """dbt in this process, on the project copy ``variant`` builds (the run's
+    copy unless the variant has its own). A core model (CORE_MODELS) that fails
+    or is skipped aborts the benchmark; any other failing node (a data test, a
+    model outside the late-arrival path) is recorded and reported, and the run
+    goes on."""
     runner = DbtRunner(
-        project_dir=cfg.patched_project_dir if patched else cfg.project_dir,
+        project_dir=cfg.project_dir_of(variant),
         target=cfg.target,
-        target_path=cfg.target_path.with_name("target-patched") if patched else cfg.target_path,
+        target_path=cfg.target_path_of(variant),
         log_path=cfg.log_path,
         schema=cfg.schema,
     )
@@ -83,14 +86,29 @@ def run_dbt(
     return DbtRun(seconds=seconds, nodes=nodes, failed_nodes=failed_nodes)
 
 
-def snapshot_project(cfg: BenchConfig, patched: bool = False) -> Path:
+def snapshot_project(cfg: BenchConfig, variant: str | None = None) -> Path:
     """Copy the dbt project for this run: from the working tree as it is now,
     from ``cfg.project_source`` or from the git commit ``cfg.git_ref``, with
-    ``cfg.patches`` applied (and ``cfg.candidate_patches`` too when ``patched``).
-    Edits made while a long benchmark runs then do not change what it builds,
-    and results name what they built."""
-    dest = cfg.patched_project_dir if patched else cfg.project_dir
+    ``cfg.patches`` applied. Edits made while a long benchmark runs then do not
+    change what it builds, and results name what they built.
+
+    With a ``variant`` in OWN_PROJECT: copy the run's copy (made first) to the
+    variant's own folder and apply ``cfg.variant_patches(variant)`` to it."""
+    dest = cfg.project_dir_of(variant)
     shutil.rmtree(dest, ignore_errors=True)
+    if variant in OWN_PROJECT:
+        shutil.copytree(cfg.project_dir, dest)
+        for patch in cfg.variant_patches(variant):
+            try:
+                apply_patch(dest, patch)
+            except RuntimeError as exc:
+                if variant != LOOKBACK:
+                    raise
+                raise RuntimeError(
+                    f"{exc}\nbench: the lookback variant is the project built plus {patch.name}: bring its "
+                    "context lines up to date with macros/restatement, or leave the variant out (--variants)"
+                ) from exc
+        return dest
     dest.mkdir(parents=True)
     if cfg.git_ref:
         listed = subprocess.run(
@@ -117,7 +135,7 @@ def snapshot_project(cfg: BenchConfig, patched: bool = False) -> Path:
                 shutil.copytree(source, dest / name, ignore=ignore)
             elif source.is_file():
                 shutil.copy2(source, dest / name)
-    for patch in (*cfg.patches, *(cfg.candidate_patches if patched else ())):
+    for patch in cfg.patches:
         apply_patch(dest, patch)
     return dest
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.bench.config import FLOOR, NOTHING_NEW, PATCHED, SAME_RESULT
+from tooling.bench.config import FLOOR, LOOKBACK, LOOKBACK_VAR, NOTHING_NEW, PATCHED, SAME_RESULT
 from tooling.bench.metrics import READ_TABLES
 
 
@@ -48,7 +48,7 @@ def _median(values: Iterable[float | int | None]) -> float | None:
 # Node types that build tables: dbt models and the floor's steps.
 BUILDING = ("model", FLOOR)
 # Ratios reported: the incremental build against each of these.
-RATIOS = ("full_refresh", "lookback", FLOOR)
+RATIOS = ("full_refresh", LOOKBACK, FLOOR)
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -165,7 +165,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lookback = report["config"]["lookback_days"]
     labels = {
         "incremental": "incremental",
-        "lookback": f"lookback {lookback}d",
+        LOOKBACK: f"lookback {lookback}d",
         "full_refresh": "full refresh",
         FLOOR: "floor",
         NOTHING_NEW: "nothing new",
@@ -194,6 +194,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{len(report['git']['uncommitted'])} uncommitted change(s)), {report['started_at']}; medians of "
         f"{report['config']['repeat']} run(s) per variant; tables restored between runs by "
         "register_table of their post-initial-load metadata",
+        *[
+            f"- {labels[LOOKBACK]}: the project built + {Path(p).name} ({h}), var {LOOKBACK_VAR} = {lookback}"
+            for p, h in report["git"].get("lookback_patch", {}).items()
+        ],
         f"- dbt build with data tests: {report['config']['with_tests']}; selection: "
         f"{report['config']['select'] or 'everything'}",
         "",

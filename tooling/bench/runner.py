@@ -14,7 +14,17 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from tooling.bench.checks import gold_fingerprint, lookback_window, silver_fingerprint
-from tooling.bench.config import FLOOR, GOLD_MODEL, NOTHING_NEW, PATCHED, BenchConfig
+from tooling.bench.config import (
+    FLOOR,
+    GOLD_MODEL,
+    LOOKBACK,
+    LOOKBACK_PATCH,
+    LOOKBACK_VAR,
+    NOTHING_NEW,
+    OWN_PROJECT,
+    REPO_ROOT,
+    BenchConfig,
+)
 from tooling.bench.floor import run_floor
 from tooling.bench.landing import land_late, land_once
 from tooling.bench.machine import machine_info, peak_memory
@@ -71,9 +81,10 @@ def measure_variant(
         args = ["build"]
         if variant == "full_refresh":
             args.append("--full-refresh")
-        elif variant == "lookback":
-            vars["restate_lookback_days"] = cfg.lookback_days
-        build = run_dbt(cfg, *args, vars=vars, spark=spark, patched=variant == PATCHED)
+        elif variant == LOOKBACK:
+            # Read by the lookback copy's macros (tooling/bench/lookback.patch).
+            vars[LOOKBACK_VAR] = cfg.lookback_days
+        build = run_dbt(cfg, *args, vars=vars, spark=spark, variant=variant)
         seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
     reads = scans.collect()
     if not reads["bronze_events"]["complete"]:
@@ -103,7 +114,7 @@ def measure_variant(
         versions_written=versions_written(spark, start, cfg.schema),
         snapshots=snapshots,
         queries=scans.last_queries,
-        lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == "lookback" else None),
+        lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == LOOKBACK else None),
         failed_nodes=failed_nodes,
         floor=floor,
     )
@@ -133,6 +144,12 @@ def run_benchmark(
             ),
             "patches": {str(p): hashlib.sha1(p.read_bytes()).hexdigest()[:12] for p in cfg.patches},
             "candidate_patches": {str(p): hashlib.sha1(p.read_bytes()).hexdigest()[:12] for p in cfg.candidate_patches},
+            # What the lookback variant adds to the project built.
+            "lookback_patch": (
+                {str(LOOKBACK_PATCH.relative_to(REPO_ROOT)): hashlib.sha1(LOOKBACK_PATCH.read_bytes()).hexdigest()[:12]}
+                if LOOKBACK in cfg.variants
+                else {}
+            ),
         },
         "machine": machine_info(spark),
         "config": {
@@ -151,8 +168,9 @@ def run_benchmark(
         },
     }
     snapshot_project(cfg)
-    if PATCHED in cfg.variants:
-        snapshot_project(cfg, patched=True)
+    for variant in cfg.variants:
+        if variant in OWN_PROJECT:
+            snapshot_project(cfg, variant)
     log(f"bench: generating {scale.days} days x {scale.events_per_day:,} events ({scale.key()})")
     t0 = time.perf_counter()
     history = generate(scale, cfg.data_dir)

@@ -1,0 +1,33 @@
+{#- Which partitions a run of a restated gold model must recompute.
+
+    changed_partitions(changes, partition_expr, previous_partition_expr, action_column, window_partition_expr)
+        SQL selecting one row per partition touched by changes newer than this
+        model's high-water mark (source_changed_run_at), plus during a backfill
+        or replay every partition of its window (window_partition_expr of the
+        window's dates `d`): the partition value, the reasons, and the newest
+        change marker consumed. -#}
+
+{% macro changed_partitions(changes, partition_expr='event_date', previous_partition_expr='previous_event_date', action_column='action', window_partition_expr='d') -%}
+    {%- set hwm = high_water_mark('source_changed_run_at') -%}
+    select
+        partition_value,
+        collect_set(reason) as reasons,
+        max(changed_run_at) as source_changed_run_at
+    from (
+        select {{ partition_expr }} as partition_value, {{ restatement_reason(action_column) }} as reason, changed_run_at
+        from {{ changes }}
+        where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
+        union all
+        select {{ previous_partition_expr }} as partition_value, {{ restatement_reason(action_column) }} as reason, changed_run_at
+        from {{ changes }}
+        where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
+        {%- if is_incremental() and backfill_window() %}
+        {#- A backfill or replay recomputes every partition of its window
+            (restate then writes only the rows whose values changed). #}
+        union all
+        {{ backfill_window_partitions(window_partition_expr) }}
+        {%- endif %}
+    ) as touched
+    where partition_value is not null
+    group by partition_value
+{%- endmacro %}
