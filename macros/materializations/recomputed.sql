@@ -45,10 +45,13 @@
 
 
 {#- A hash of what the current model's output depends on, or none when a
-    version cannot be read. -#}
-{% macro inputs_fingerprint() %}
-    {%- set parts = ['code=' ~ model.checksum.checksum, 'as_of=' ~ (var('as_of', none) or run_started_at),
-                     'vars=' ~ tojson(model.config.meta)] -%}
+    version cannot be read. with_as_of=false leaves the as_of var out, for a
+    node whose output does not depend on it. -#}
+{% macro inputs_fingerprint(with_as_of=true) %}
+    {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta)] -%}
+    {%- if with_as_of -%}
+        {%- do parts.append('as_of=' ~ (var('as_of', none) or run_started_at)) -%}
+    {%- endif -%}
     {%- for relation in upstream_tables(model.depends_on.nodes) | sort -%}
         {%- set version = current_table_version(relation) -%}
         {%- if version is none -%}
@@ -83,6 +86,18 @@
 {% endmacro %}
 
 
+{#- SQL recording the current node's inputs_fingerprint on its table (a
+    post-hook: it runs only once the write succeeded); a no-op where a version
+    cannot be read. -#}
+{% macro record_inputs_fingerprint(with_as_of=true) %}
+    {%- set fingerprint = inputs_fingerprint(with_as_of) if execute else none -%}
+    {%- if fingerprint is none -%}
+        {{ return("select 'no inputs fingerprint' as status") }}
+    {%- endif -%}
+    {{ return("alter table " ~ this ~ " set tblproperties ('latecomer.inputs' = '" ~ fingerprint ~ "')") }}
+{% endmacro %}
+
+
 {#- The fingerprint a table was last built from, or none. -#}
 {% macro stored_inputs_fingerprint(relation) %}
     {%- set rows = run_query("show tblproperties " ~ relation ~ " ('latecomer.inputs')").rows -%}
@@ -98,6 +113,11 @@
 
 {% macro default__current_table_version(relation) %}
     {%- if versions_table_format() != 'iceberg' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set parts = (relation | string | replace('`', '')).split('.') -%}
+    {%- if adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) is none -%}
+        {#- not created yet (a landing table before its first file) -#}
         {{ return(none) }}
     {%- endif -%}
     {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}

@@ -16,7 +16,8 @@
       re-opens the key.
 
     Each run recomputes the history and diffs it with what the snapshot
-    holds: new versions are inserted (recorded_at / recorded_run_at), versions
+    holds (unless nothing landed since the last run: the post-hook
+    record_inputs_fingerprint keeps the versions of the tables read): new versions are inserted (recorded_at / recorded_run_at), versions
     no longer in the history are kept but marked superseded (superseded_at /
     superseded_run_at, is_current false). Rows are never updated otherwise
     nor deleted, so the snapshot is bitemporal: the versions believed now are
@@ -163,6 +164,14 @@
     {%- endif -%}
     {%- set key = strategy.unique_key -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
+    {#- Nothing landed in the change log since the last run (the versions of
+        the tables it reads are the ones recorded then): the staging rows are
+        planned as none, and Spark reads nothing. -#}
+    {%- set fingerprint = inputs_fingerprint(with_as_of=false) -%}
+    {%- set unchanged = fingerprint is not none and stored_inputs_fingerprint(target_relation) == fingerprint -%}
+    {%- if unchanged -%}
+        {{ log(model.name ~ ': no customer change landed since the last run', info=true) }}
+    {%- endif -%}
     {%- set value_columns = [key] + strategy.check_cols
         + [columns.dbt_valid_from, columns.dbt_valid_to, 'is_current', 'version_key', columns.dbt_scd_id,
            'recorded_at', 'recorded_run_at'] -%}
@@ -211,9 +220,9 @@
         left anti join history on believed.version_key = history.version_key
     )
 
-    select * from insertions
+    select * from insertions{% if unchanged %} where false{% endif %}
     union all
-    select * from supersessions
+    select * from supersessions{% if unchanged %} where false{% endif %}
     {%- endset -%}
     {{ return(staging) }}
 {%- endmacro %}
