@@ -18,9 +18,21 @@ Environment variables (all optional):
     A remote Hive metastore (``thrift://host:9083``) instead of the embedded one.
 ``LATECOMER_DRIVER_MEMORY``
     Driver memory (default ``4g``).
+``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
+    ``spark.executor.memory``, ``spark.executor.cores`` and
+    ``spark.executor.instances`` on a cluster (unset: the cluster manager's
+    defaults; instances apply to YARN and Kubernetes, not to a standalone master).
+``LATECOMER_SHUFFLE_PARTITIONS``
+    Shuffle partitions and default parallelism (default ``4``, for two local
+    cores; raise it to a few times the cluster's executor cores).
 ``LATECOMER_DELTA_JARS``
     A folder holding ``delta-spark_2.12`` and ``delta-storage`` jars, for the
     Delta format on machines that cannot reach Maven.
+
+Any other Spark setting (a Kubernetes container image, a YARN queue, object
+store credentials, event logs) goes in ``$SPARK_CONF_DIR/spark-defaults.conf``,
+which ``spark-submit`` reads when the session starts; the settings made here
+take precedence over it.
 """
 
 from __future__ import annotations
@@ -34,6 +46,13 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Cluster resources: set only when their variable is, so a cluster manager's
+# own defaults (or spark-defaults.conf) apply otherwise.
+EXECUTOR_SETTINGS = {
+    "LATECOMER_EXECUTOR_MEMORY": "spark.executor.memory",
+    "LATECOMER_EXECUTOR_CORES": "spark.executor.cores",
+    "LATECOMER_EXECUTOR_INSTANCES": "spark.executor.instances",
+}
 TABLE_FORMATS = ("iceberg", "delta")
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
@@ -110,6 +129,7 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         )
     state = state_dir()
     warehouse = os.environ.get("LATECOMER_WAREHOUSE", str(state / "warehouse"))
+    shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     conf = {
         "spark.master": master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]"),
         "spark.app.name": "latecomer",
@@ -117,25 +137,30 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": warehouse,
         "spark.sql.session.timeZone": "UTC",
-        # Two cores: a handful of shuffle partitions beats the default 200.
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
+        # Two local cores: a handful of shuffle partitions beats the default 200.
+        "spark.sql.shuffle.partitions": shuffle_partitions,
+        "spark.default.parallelism": shuffle_partitions,
         "spark.sql.adaptive.enabled": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} -Duser.timezone=UTC",
-        # Without this every Iceberg commit on the embedded metastore waits
-        # for a 3-minute Hive lock timeout.
-        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+        # Executors on a cluster run in their machines' time zone otherwise.
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
+    conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
     metastore_uri = os.environ.get("LATECOMER_METASTORE_URI")
     if metastore_uri:
+        # A metastore service keeps Iceberg's Hive commit locks (the default),
+        # which guard commits from concurrent jobs.
         conf["spark.hadoop.hive.metastore.uris"] = metastore_uri
     else:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true"
         )
+        # Without this every Iceberg commit on the embedded metastore waits
+        # for a 3-minute Hive lock timeout; one process is its only writer.
+        conf["spark.hadoop.iceberg.engine.hive.lock-enabled"] = "false"
     if table_format == "iceberg":
         conf.update(
             {

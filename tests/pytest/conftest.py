@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
 from python_jobs.core.spark_config import get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
+from tests.pytest import sample_build  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +127,23 @@ def project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Pro
 def module_project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
     """One deployment shared by the tests of a module, which run in order."""
     yield from _deployment(spark, request.module.__name__.rsplit(".", 1)[-1])
+
+
+@pytest.fixture(scope="session")
+def built_sample(spark: SparkSession) -> Iterator[Project]:
+    """The sample batches landed and built once (tests/pytest/sample_build.py), in schema t_sample.
+
+    Shared by every module that reads it, so none of them may change it.
+    """
+    deployment = Project(spark=spark, schema="t_sample")
+    deployment.drop()
+    for source, path, arrival_ts in sample_build.landing_batches():
+        assert deployment.ingest(source, path, arrival_ts=arrival_ts) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("LATECOMER_UNIT_TESTS", raising=False)
+        deployment.dbt(*sample_build.BUILD_ARGS, vars=sample_build.BUILD_VARS)
+    yield deployment
+    deployment.drop()
 
 
 @pytest.fixture
