@@ -46,6 +46,11 @@ def ingest_clock(frozen: datetime) -> Iterator[None]:
         def now(cls, tz: Any = None) -> datetime:
             return frozen if tz is None else frozen.astimezone(tz)
 
+        @classmethod
+        def fromisoformat(cls, text: str) -> datetime:
+            # A plain datetime: Spark accepts no subclass as a timestamp.
+            return datetime.fromisoformat(text)
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ingest, "datetime", FrozenClock)
         yield
