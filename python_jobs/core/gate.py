@@ -215,57 +215,48 @@ def _percent(share: Number) -> Number:
     return round(share * 100, 1)
 
 
+def _table_share_breach(figure: str, observed: Number, limit: Number, what: str) -> list[Breach]:
+    """A whole-table share above its limit, as a breach: ``what (x% > y%)``."""
+    if observed <= limit:
+        return []
+    return [
+        Breach(
+            figure=figure,
+            partition=None,
+            observed=observed,
+            allowed=AllowedRange(None, limit),
+            message=f"{what} ({_percent(observed)}% > {_percent(limit)}%)",
+        )
+    ]
+
+
 def restated_share_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
     if figures.published_partitions < limits.min_published_partitions:
         return []
-    if figures.restated_share <= limits.max_restated_share:
-        return []
-    return [
-        Breach(
-            figure="restated_share",
-            partition=None,
-            observed=figures.restated_share,
-            allowed=AllowedRange(None, limits.max_restated_share),
-            message=(
-                f"{figures.restated_partitions} of {figures.published_partitions} published partitions restated"
-                f" ({_percent(figures.restated_share)}% > {_percent(limits.max_restated_share)}%)"
-            ),
-        )
-    ]
+    return _table_share_breach(
+        "restated_share",
+        figures.restated_share,
+        limits.max_restated_share,
+        f"{figures.restated_partitions} of {figures.published_partitions} published partitions restated",
+    )
 
 
 def total_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    if figures.total_change <= limits.max_total_change:
-        return []
-    return [
-        Breach(
-            figure="total_change",
-            partition=None,
-            observed=figures.total_change,
-            allowed=AllowedRange(None, limits.max_total_change),
-            message=(
-                f"{figures.measure} total moves by {figures.total_delta} on {figures.published_total}"
-                f" ({_percent(figures.total_change)}% > {_percent(limits.max_total_change)}%)"
-            ),
-        )
-    ]
+    return _table_share_breach(
+        "total_change",
+        figures.total_change,
+        limits.max_total_change,
+        f"{figures.measure} total moves by {figures.total_delta} on {figures.published_total}",
+    )
 
 
 def row_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    if figures.row_change <= limits.max_row_change:
-        return []
-    return [
-        Breach(
-            figure="row_change",
-            partition=None,
-            observed=figures.row_change,
-            allowed=AllowedRange(None, limits.max_row_change),
-            message=(
-                f"{figures.added_rows} rows added to {figures.published_rows} published"
-                f" ({_percent(figures.row_change)}% > {_percent(limits.max_row_change)}%)"
-            ),
-        )
-    ]
+    return _table_share_breach(
+        "row_change",
+        figures.row_change,
+        limits.max_row_change,
+        f"{figures.added_rows} rows added to {figures.published_rows} published",
+    )
 
 
 Check = Callable[[GateFigures, GateLimits], Iterable[Breach]]

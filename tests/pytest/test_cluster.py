@@ -100,18 +100,23 @@ class Daemon:
     log: Path
 
 
-def start_daemon(name: str, args: list[str], env: dict[str, str], logs: Path) -> Daemon:
-    log = logs / f"{name}.log"
+def spawn_logged(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``command`` in its own process group (killed as one), output to ``log``."""
     with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [str(SPARK_HOME / "bin" / "spark-class"), *args],
-            cwd=logs,
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+def start_daemon(name: str, args: list[str], env: dict[str, str], logs: Path) -> Daemon:
+    log = logs / f"{name}.log"
+    process = spawn_logged([str(SPARK_HOME / "bin" / "spark-class"), *args], logs, env, log)
     return Daemon(name=name, process=process, log=log)
 
 
@@ -234,16 +239,7 @@ def cluster_build(standalone: Standalone, tmp_path_factory: pytest.TempPathFacto
     out = root / "result.json"
     log = root / "driver.log"
     started = time.monotonic()
-    with log.open("wb") as handle:
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "tests.pytest.cluster_driver", "--out", str(out)],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    driver = spawn_logged([sys.executable, "-m", "tests.pytest.cluster_driver", "--out", str(out)], ROOT, env, log)
     try:
         returncode: int | None = driver.wait(timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
