@@ -100,7 +100,13 @@
 
 {#- The fingerprint a table was last built from, or none. -#}
 {% macro stored_inputs_fingerprint(relation) %}
-    {%- set rows = run_query("show tblproperties " ~ relation ~ " ('latecomer.inputs')").rows -%}
+    {{ return(table_property(relation, 'latecomer.inputs')) }}
+{% endmacro %}
+
+
+{#- A table property's value, or none when the table does not have it. -#}
+{% macro table_property(relation, key) %}
+    {%- set rows = run_query("show tblproperties " ~ relation ~ " (" ~ sql_string(key) ~ ")").rows -%}
     {%- set value = rows[0][1] if rows and rows[0] | length > 1 else rows[0][0] if rows else none -%}
     {{ return(value if value and 'does not have property' not in value else none) }}
 {% endmacro %}
@@ -120,7 +126,5 @@
         {#- not created yet (a landing table before its first file) -#}
         {{ return(none) }}
     {%- endif -%}
-    {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
-    {%- set value = rows[0][1] if rows and rows[0] | length > 1 else none -%}
-    {{ return(value if value and modules.re.match('^-?[0-9]+$', value | string) else none) }}
+    {{ return(current_version(relation)) }}
 {% endmacro %}

@@ -27,10 +27,5 @@
 
 {#- The checksum recorded on a seed's table, or none. -#}
 {% macro seed_checksum(relation) %}
-    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
-        {%- if row[0] == 'latecomer.seed_checksum' -%}
-            {{ return(row[1]) }}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(none) }}
+    {{ return(table_property(relation, 'latecomer.seed_checksum')) }}
 {% endmacro %}
