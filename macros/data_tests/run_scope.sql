@@ -55,7 +55,7 @@
             {{ return(none) }}
         {%- endif -%}
         {%- set partitions_sql -%}
-            select distinct cast({{ partition }} as string) from {{ node_relation('stg_bronze_ingestions') }}
+            select distinct cast({{ partition }} as string) from {{ ingestion_log_relation() }}
             where ingested_at > (select coalesce(max(ingested_at), timestamp'1900-01-01') from {{ consumer }})
         {%- endset -%}
     {%- else -%}
@@ -94,6 +94,19 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return({}) }}
+{%- endmacro %}
+
+
+{#- The ingestion log (source bronze.bronze_ingestions), named from the graph
+    rather than the relation cache: a test may run while a view over it is
+    being replaced in another thread. -#}
+{% macro ingestion_log_relation() -%}
+    {%- for source_node in graph.sources.values()
+            if source_node.source_name == 'bronze' and source_node.name == 'bronze_ingestions' -%}
+        {{ return(api.Relation.create(database=source_node.database, schema=source_node.schema,
+                                      identifier=source_node.identifier)) }}
+    {%- endfor -%}
+    {{ exceptions.raise_compiler_error("No source bronze.bronze_ingestions in the project") }}
 {%- endmacro %}
 
 
