@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
+.PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -23,8 +23,23 @@ $(STAMP):
 run: install
 	$(BIN)/python -m python_jobs.operations.run_sample
 
+## report: the HTML report of the built tables (lateness, completeness backtest, restatements, live vs final,
+##   quarantine) -> target/report/index.html; REPORT_ARGS="--schema ... --target ..." to read another deployment
+report: install
+	$(BIN)/python -m python_jobs.operations.report --out target/report/index.html $(REPORT_ARGS)
+
+## chromium: Debian's chromium, which the report test drives headless (apt-get install when missing)
+chromium:
+	@command -v chromium >/dev/null && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; \
+	elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "chromium is missing and this user cannot install it: apt-get install chromium as root" \
+		"(tests/pytest/test_report.py skips without it, and fails under CI)"; exit 0; fi; \
+	echo "Installing Debian's chromium for tests/pytest/test_report.py"; \
+	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+
 ## test: the whole test suite (pytest, which drives dbt in-process on local and thrift) and SQL lint
-test: install lint
+test: install lint chromium
 	$(BIN)/python -m pytest
 
 lint: install check-project
