@@ -29,7 +29,7 @@
             when parse_error is not null then concat('malformed: ', parse_error)
             when coalesce(corrects_event_id, event_key) is null then 'null_natural_key'
             when {{ in_backfill_window('to_date(event_ts)') }} then null
-            when lateness_seconds > {{ last_watermark_hours() * 3600 }} then 'beyond_watermark'
+            when lateness_seconds > {{ watermark_seconds() }} then 'beyond_watermark'
         end as quarantine_reason
     from {{ name }}_keyed
 ),

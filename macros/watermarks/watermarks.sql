@@ -1,5 +1,54 @@
-{#- Tiered watermarks: the tiers are the `watermark_tiers` var; nothing else
-    in the project repeats their numbers. -#}
+{#- Tiered watermarks: the tiers are the `watermark_tiers` var, and a source
+    may override a tier's lateness_hours or alert_share with the
+    `source_watermarks` var; nothing else in the project repeats their numbers. -#}
+
+{#- The tiers of one source (none: the project's tiers), in order, each
+    {name, lateness_hours, alert_share}. -#}
+{% macro source_watermark_tiers(source_system=none) -%}
+    {%- set overrides = (var('source_watermarks', {}) or {}).get(source_system, {}) if source_system else {} -%}
+    {%- set tiers = [] -%}
+    {%- for tier in var('watermark_tiers') -%}
+        {%- set merged = {'name': tier['name'], 'lateness_hours': tier['lateness_hours'], 'alert_share': tier['alert_share']} -%}
+        {%- do merged.update(overrides.get(tier['name'], {})) -%}
+        {%- do tiers.append(merged) -%}
+    {%- endfor -%}
+    {{ return(tiers) }}
+{%- endmacro %}
+
+{#- Sources with overrides, checked: known tiers and keys, lateness rising
+    from tier to tier. -#}
+{% macro overridden_sources() -%}
+    {%- set overrides = var('source_watermarks', {}) or {} -%}
+    {%- set names = var('watermark_tiers') | map(attribute='name') | list -%}
+    {%- for source_system, tiers in overrides.items() -%}
+        {%- if source_system != source_system | lower | trim -%}
+            {{ exceptions.raise_compiler_error("source_watermarks: source names are lower case, got '" ~ source_system ~ "'") }}
+        {%- endif -%}
+        {%- for name, settings in tiers.items() -%}
+            {%- if name not in names -%}
+                {{ exceptions.raise_compiler_error("source_watermarks." ~ source_system ~ ": unknown tier '" ~ name
+                    ~ "'; tiers are " ~ names | join(', ')) }}
+            {%- endif -%}
+            {%- for key in settings if key not in ('lateness_hours', 'alert_share') -%}
+                {{ exceptions.raise_compiler_error("source_watermarks." ~ source_system ~ "." ~ name
+                    ~ ": unknown setting '" ~ key ~ "' (lateness_hours, alert_share)") }}
+            {%- endfor -%}
+        {%- endfor -%}
+        {%- set hours = source_watermark_tiers(source_system) | map(attribute='lateness_hours') | list -%}
+        {%- if hours != hours | sort -%}
+            {{ exceptions.raise_compiler_error("source_watermarks." ~ source_system
+                ~ ": lateness_hours must rise from tier to tier, got " ~ hours | join(', ')) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(overrides.keys() | list | sort) }}
+{%- endmacro %}
+
+{#- Whole seconds of a tier's lateness_hours (0.0833 h: 300 s). -#}
+{% macro tier_seconds(tier) -%}
+    {{ return((tier['lateness_hours'] * 3600) | round | int) }}
+{%- endmacro %}
+
+{#- Lateness in hours of a named tier of the project's tiers. -#}
 {% macro watermark_tier_hours(tier_name) -%}
     {%- for tier in var('watermark_tiers') -%}
         {%- if tier['name'] == tier_name -%}
@@ -9,18 +58,62 @@
     {{ exceptions.raise_compiler_error("Unknown watermark tier '" ~ tier_name ~ "'; tiers are set in the watermark_tiers var") }}
 {%- endmacro %}
 
+{#- The longest last tier of any source, in hours: how long versions are kept. -#}
 {% macro last_watermark_hours() -%}
-    {{ return(var('watermark_tiers')[-1]['lateness_hours']) }}
+    {%- set hours = [var('watermark_tiers')[-1]['lateness_hours']] -%}
+    {%- for source_system in overridden_sources() -%}
+        {%- do hours.append(source_watermark_tiers(source_system)[-1]['lateness_hours']) -%}
+    {%- endfor -%}
+    {{ return(hours | max) }}
 {%- endmacro %}
 
-{#- SQL: the tier an event of this lateness falls in, or 'beyond_watermark'. -#}
-{% macro watermark_tier(lateness_seconds) -%}
-    case
-        {%- for tier in var('watermark_tiers') %}
-            when {{ lateness_seconds }} <= {{ tier['lateness_hours'] * 3600 }} then '{{ tier["name"] }}'
-        {%- endfor %}
-        else 'beyond_watermark'
-    end
+{#- SQL of one figure of the tiers (`what`: 'tier' for the CASE naming the
+    tier of `lateness_seconds`, 'seconds' or 'alert_share' of `tier_name`,
+    default the last tier), per source: the project's tiers, or a CASE on
+    `source_column` when some sources override them. -#}
+{% macro by_source_tiers(source_column, what, tier_name=none, lateness_seconds=none) -%}
+    {%- set sources = overridden_sources() -%}
+    {%- set branches = [] -%}
+    {%- for source_system in sources -%}
+        {%- do branches.append('when ' ~ source_column ~ ' = ' ~ sql_string(source_system) ~ ' then '
+            ~ tiers_figure(source_watermark_tiers(source_system), what, tier_name, lateness_seconds)) -%}
+    {%- endfor -%}
+    {%- set default = tiers_figure(source_watermark_tiers(), what, tier_name, lateness_seconds) -%}
+    {%- if not branches -%}
+        {{ return(default) }}
+    {%- endif -%}
+    {{ return('(case ' ~ branches | join(' ') ~ ' else ' ~ default ~ ' end)') }}
+{%- endmacro %}
+
+{% macro tiers_figure(tiers, what, tier_name, lateness_seconds) -%}
+    {%- if what == 'tier' -%}
+        {%- set whens = [] -%}
+        {%- for tier in tiers -%}
+            {%- do whens.append('when ' ~ lateness_seconds ~ ' <= ' ~ tier_seconds(tier) ~ " then '" ~ tier['name'] ~ "'") -%}
+        {%- endfor -%}
+        {{ return("(case " ~ whens | join(' ') ~ " else 'beyond_watermark' end)") }}
+    {%- endif -%}
+    {%- set name = tier_name or tiers[-1]['name'] -%}
+    {%- for tier in tiers if tier['name'] == name -%}
+        {{ return(tier_seconds(tier) if what == 'seconds' else tier['alert_share']) }}
+    {%- endfor -%}
+    {{ exceptions.raise_compiler_error("Unknown watermark tier '" ~ tier_name ~ "'") }}
+{%- endmacro %}
+
+{#- SQL: the tier an event of this lateness falls in, or 'beyond_watermark',
+    by its source's tiers. -#}
+{% macro watermark_tier(lateness_seconds, source_column='source_system') -%}
+    {{ return(by_source_tiers(source_column, 'tier', lateness_seconds=lateness_seconds)) }}
+{%- endmacro %}
+
+{#- SQL: seconds of `tier_name` (default: the last tier) for the row's source. -#}
+{% macro watermark_seconds(source_column='source_system', tier_name=none) -%}
+    {{ return(by_source_tiers(source_column, 'seconds', tier_name)) }}
+{%- endmacro %}
+
+{#- SQL: alert_share of `tier_name` for the row's source. -#}
+{% macro watermark_alert_share(tier_name, source_column='source_system') -%}
+    {{ return(by_source_tiers(source_column, 'alert_share', tier_name)) }}
 {%- endmacro %}
 
 {#- SQL: live / preliminary / final of an event-date partition, judged at `as_of`. -#}

@@ -46,9 +46,9 @@ from datetime import UTC, date, datetime, time, timedelta
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from python_jobs.core.constants import ORDER_EVENT_TYPE
+from python_jobs.core.constants import ORDER_EVENT_TYPE, REFUND_EVENT_TYPE
 
-METRICS = ("orders", "gross_revenue")
+METRICS = ("orders", "gross_revenue", "net_revenue")
 # Metric values stay exact (decimal) in sums; ratios and estimates are doubles.
 VALUE = "decimal(38,2)"
 DAY_SECONDS = 86_400
@@ -96,16 +96,20 @@ def order_arrivals(silver_events: DataFrame) -> DataFrame:
     """Value first arrived per (source, metric, event date, first arrival).
 
     ``orders`` counts live ``order_placed`` events, ``gross_revenue`` sums
-    their amounts, as gold_daily_revenue does.
+    their amounts and ``net_revenue`` takes live refunds off, as
+    gold_daily_revenue does.
     """
-    is_live_order = ~F.col("is_deleted") & (F.col("event_type") == ORDER_EVENT_TYPE)
+    is_order = F.col("event_type") == ORDER_EVENT_TYPE
+    is_refund = F.col("event_type") == REFUND_EVENT_TYPE
     per_arrival = (
-        silver_events.where(is_live_order)
+        silver_events.where(~F.col("is_deleted") & (is_order | is_refund))
         .groupBy("source_system", "event_date", "first_arrival_ts")
         .agg(
-            F.count(F.lit(1)).cast(VALUE).alias("orders"),
-            F.sum("amount").cast(VALUE).alias("gross_revenue"),
+            F.count(F.when(is_order, 1)).cast(VALUE).alias("orders"),
+            F.coalesce(F.sum(F.when(is_order, F.col("amount"))), F.lit(0)).cast(VALUE).alias("gross_revenue"),
+            F.coalesce(F.sum(F.when(is_refund, F.col("amount"))), F.lit(0)).cast(VALUE).alias("_refunds"),
         )
+        .withColumn("net_revenue", (F.col("gross_revenue") - F.col("_refunds")).cast(VALUE))
     )
     by_metric = F.explode(F.array(*(F.struct(F.lit(m).alias("metric"), F.col(m).alias("value")) for m in METRICS)))
     return per_arrival.select("source_system", "event_date", "first_arrival_ts", by_metric.alias("_m")).select(

@@ -12,6 +12,8 @@ from typing import Final
 EVENT_TYPES: Final = ("page_view", "add_to_cart", "order_placed", "payment_confirmed", "refund")
 # The event type that counts as an order (orders, gross revenue, converted sessions).
 ORDER_EVENT_TYPE: Final = "order_placed"
+# The event type whose amount net revenue takes off.
+REFUND_EVENT_TYPE: Final = "refund"
 # Event types that must carry an amount.
 MONEY_EVENT_TYPES: Final = ("order_placed", "refund")
 # Customer tiers a customer change may carry (lower-cased).

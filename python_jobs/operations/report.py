@@ -443,7 +443,7 @@ def restatement_svg(rows: list[Row], colors: Mapping[str, str]) -> str:
             ax.annotate(label, point, textcoords="offset points", xytext=(5, 3), fontsize=7, color="#444444")
     concise_dates(ax)
     ax.axhline(0, color="#888888", linewidth=0.8)
-    ax.set_xlabel("run started at (UTC)")
+    ax.set_xlabel("run as of (UTC)")
     ax.set_ylabel("change of net revenue")
     ax.grid(alpha=0.3)
     ax.legend(handles=restatement_legend(rows, reasons, colors), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -473,7 +473,7 @@ def restatement_summary(rows: list[Row]) -> str:
 
 def restatement_chart(rows: list[Row], colors: Mapping[str, str]) -> Chart:
     ordered = sorted(rows, key=lambda r: (r["run_started_at"], str(r["partition_value"]), str(r["source_system"])))
-    header = ["run started at", "event date", "source", "reason", "net revenue before", "after", "change"]
+    header = ["run as of", "event date", "source", "reason", "net revenue before", "after", "change"]
     table_rows = [
         [
             format_time(r["run_started_at"]),
@@ -546,7 +546,7 @@ def live_vs_final_summary(rows: list[Row]) -> str:
 
 def live_vs_final_chart(rows: list[Row]) -> Chart:
     ordered = sorted(rows, key=lambda r: as_date(r["event_date"]))
-    header = ["event date", "first published at", "first published", "now", "change"]
+    header = ["event date", "first published as of", "first published", "now", "change"]
     table_rows = [
         [
             as_date(r["event_date"]).isoformat(),
@@ -795,14 +795,15 @@ def manifest_money(column: str) -> str:
 def restatements_sql(schema: str, limit: int = RESTATEMENT_LIMIT) -> str:
     """Published revenue rows a later run changed, newest first (at most ``limit``)."""
     return (
-        "select\n    run_started_at,\n    partition_value,\n"
+        # as_of, the run's business time (a replay's as_of is the day it replays), not its wall clock
+        "select\n    as_of as run_started_at,\n    partition_value,\n"
         f"    {manifest_value('row_key', 'source_system')} as source_system,\n"
         "    restatement_reason,\n"
         f"    {manifest_money('before_values')} as net_revenue_before,\n"
         f"    {manifest_money('after_values')} as net_revenue_after\n"
         f"from {schema}_audit.gold_change_manifest\n"
         f"where model = '{REVENUE_MODEL}' and change = 'restated'\n"
-        "order by run_started_at desc, partition_value, source_system\n"
+        "order by as_of desc, partition_value, source_system\n"
         f"limit {int(limit)}"
     )
 
@@ -810,7 +811,7 @@ def restatements_sql(schema: str, limit: int = RESTATEMENT_LIMIT) -> str:
 def live_vs_final_sql(schema: str) -> str:
     """Per event date: first-published net revenue (summed over sources) and the current one."""
     return f"""with manifest as (
-    select partition_value, row_key, run_started_at, after_row_version, after_values
+    select partition_value, row_key, as_of as run_started_at, after_row_version, after_values
     from {schema}_audit.gold_change_manifest
     where model = '{REVENUE_MODEL}'
 ),

@@ -6,6 +6,7 @@ answers for the scenario tests. Kept deliberately naive: no Spark, no SQL.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -49,9 +50,7 @@ def well_formed(record: dict, arrival: datetime) -> bool:
     return ts <= arrival + timedelta(hours=24)
 
 
-def arrivals_from_lines(
-    source: str, arrival: datetime, file_key: str, lines: list[str]
-) -> list[Arrival]:
+def arrivals_from_lines(source: str, arrival: datetime, file_key: str, lines: list[str]) -> list[Arrival]:
     out = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -60,15 +59,11 @@ def arrivals_from_lines(
             record = json.loads(line)
         except json.JSONDecodeError:
             record = None
-        out.append(
-            Arrival(source, arrival, file_key, number, record if isinstance(record, dict) else {})
-        )
+        out.append(Arrival(source, arrival, file_key, number, record if isinstance(record, dict) else {}))
     return out
 
 
-def expected_state(
-    arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None
-) -> tuple[dict, int]:
+def expected_state(arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None) -> tuple[dict, int]:
     """(current rows per key, quarantined count) after all arrivals, any order.
 
     Events dated inside ``backfill_window`` (inclusive) are exempt from the
@@ -144,3 +139,53 @@ def expected_daily_revenue(
         else:
             cell[0] += 0
     return {k: (v[0], v[1], v[2]) for k, v in totals.items()}
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile of ``values``, interpolated linearly between closest ranks."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def quarantined(a: Arrival) -> bool:
+    """Whether expected_state holds this arrival out of silver (no backfill)."""
+    _, count = expected_state([a])
+    return count == 1
+
+
+def lateness_by_arrival_day(arrivals: list[Arrival], tier_hours: dict[str, float]) -> dict:
+    """(source, arrival date) -> events, quarantined, shares later than each
+    tier and lateness percentiles of the well-formed events, in seconds."""
+    days: dict = defaultdict(list)
+    for a in arrivals:
+        days[(a.source, a.arrival.date())].append(a)
+    out = {}
+    for key, rows in days.items():
+        lateness = [
+            max(0, int((a.arrival - parse_ts(a.record["event_ts"])).total_seconds()))
+            for a in rows
+            if a.record and well_formed(a.record, a.arrival)
+        ]
+        figures = {
+            "events": len(rows),
+            "timed_events": len(lateness),
+            "quarantined_events": sum(quarantined(a) for a in rows),
+        }
+        for name, hours in tier_hours.items():
+            later = sum(1 for seconds in lateness if seconds > round(hours * 3600))
+            figures[f"share_later_than_{name}"] = later / len(lateness) if lateness else None
+        for label, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+            figures[f"lateness_{label}_seconds"] = percentile(lateness, q) if lateness else None
+        figures["lateness_max_seconds"] = max(lateness) if lateness else None
+        out[key] = figures
+    return out
+
+
+def round_up_tolerance(seconds: float) -> int:
+    """A suggested tolerance: 5-minute steps up to an hour, hours up to two days, then days."""
+    seconds = max(seconds, 1)
+    step = 300 if seconds <= 3600 else 3600 if seconds <= 172_800 else 86_400
+    return math.ceil(seconds / step) * step

@@ -21,7 +21,10 @@ AS_OF = "2024-01-21T00:00:00+00:00"
 # The late-arrival core, revenue by tier and everything they read. No Python
 # models, and no data tests: the answers are the point here, and
 # test_late_arrival_sample.py runs the sample's data tests.
-SELECT = "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
+SELECT = (
+    "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
+    " +lateness_alerts +volume_against_baseline"
+)
 BUILD_ARGS = ("build", "--select", SELECT, "--exclude", "resource_type:test")
 BUILD_VARS = {"as_of": AS_OF}
 

@@ -123,8 +123,11 @@ def test_order_arrivals_count_live_orders_at_first_arrival(spark: SparkSession) 
     assert got == {
         ("orders", first): 2,
         ("gross_revenue", first): 12.5,
+        ("net_revenue", first): 12.5,
         ("orders", later): 1,
         ("gross_revenue", later): 7,
+        # the refund arrived later: 7.00 - 10.00
+        ("net_revenue", later): -3,
     }
 
 
@@ -194,6 +197,7 @@ def simulate(spark: SparkSession, days: int, seed: int) -> Simulation:
             rows.append((f"{day}-{index}", "web", "order_placed", amount, day, False, arrival))
         finals[(day.isoformat(), "orders")] = n
         finals[(day.isoformat(), "gross_revenue")] = float(revenue)
+        finals[(day.isoformat(), "net_revenue")] = float(revenue)  # no refunds
     return Simulation(spark.createDataFrame(rows, SILVER_SCHEMA), finals, first_day)
 
 
@@ -201,7 +205,7 @@ def relative_standard_error(p: float, n: float, metric: str) -> float:
     """Binomial thinning: arrived ~ Bin(n, p), so arrived / p has relative sd sqrt((1-p)/(n p));
     a sum of uniform amounts adds a factor sqrt(1 + cv^2)."""
     low, high = AMOUNT_RANGE
-    cv2 = ((high - low) ** 2 / 12) / ((high + low) / 2) ** 2 if metric == "gross_revenue" else 0
+    cv2 = ((high - low) ** 2 / 12) / ((high + low) / 2) ** 2 if metric != "orders" else 0
     return math.sqrt((1 - p) / (n * p) * (1 + cv2))
 
 
@@ -242,7 +246,7 @@ def test_backtest_errors_by_horizon(spark: SparkSession) -> None:
     horizons = [-12.0, 0.0, 6.0, 24.0]
     result = backtest(order_arrivals(sim.silver), as_of, HORIZON_HOURS, window_days, backtest_days, horizons)
     rows = {(row.metric, row.horizon_hours): row for row in result.collect()}
-    assert set(rows) == {(m, k) for m in ("orders", "gross_revenue") for k in horizons}
+    assert set(rows) == {(m, k) for m in METRICS for k in horizons}
     for (metric, horizon), row in sorted(rows.items()):
         p = expected_completeness(24 + horizon)
         assert row.partitions == backtest_days
@@ -297,16 +301,18 @@ def test_dbt_build_publishes_estimates_and_backtest(project: Project, write_ndjs
     )
 
     got = by_partition(project.table("gold", "gold_completeness"))
-    assert set(got) == {("web", m, d) for m in ("orders", "gross_revenue") for d in ("2024-01-05", "2024-01-06")}
+    assert set(got) == {("web", m, d) for m in METRICS for d in ("2024-01-05", "2024-01-06")}
     daily_revenue = project.table("gold", "gold_daily_revenue").collect()
     revenue = {(row.event_date.isoformat(), metric): row[metric] for row in daily_revenue for metric in METRICS}
     expected = {
         # Jan 5 at 47.5 h: the references had everything by then.
         ("orders", "2024-01-05"): (3, 1.0, 3),
         ("gross_revenue", "2024-01-05"): (60, 1.0, 60),
+        ("net_revenue", "2024-01-05"): (60, 1.0, 60),
         # Jan 6 at 23.5 h: the references had the 09:00 and 15:00 orders only.
         ("orders", "2024-01-06"): (2, 2 / 3, 3),
         ("gross_revenue", "2024-01-06"): (30, 0.5, 60),
+        ("net_revenue", "2024-01-06"): (30, 0.5, 60),
     }
     for (_, metric, day), row in got.items():
         arrived, completeness, final = expected[(metric, day)]
@@ -324,7 +330,7 @@ def test_dbt_build_publishes_estimates_and_backtest(project: Project, write_ndjs
         (row.metric, row.horizon_hours): row for row in project.table("gold", "gold_completeness_backtest").collect()
     }
     # At -12 h (noon of the day) no reference had anything yet: nothing to score.
-    assert set(backtest_rows) == {("orders", 0.0), ("gross_revenue", 0.0)}
+    assert set(backtest_rows) == {(metric, 0.0) for metric in METRICS}
     for (metric, _), row in backtest_rows.items():
         # Jan 3 and Jan 4 seen at midnight after their day: 2 of 3 orders, 30 of 60 arrived,
         # and the curve (Jan 1-2) said exactly that.
