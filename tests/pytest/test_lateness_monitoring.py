@@ -182,3 +182,33 @@ def test_each_alert_fires_on_a_crafted_feed(project: Project, write_ndjson) -> N
         expect_ok=False,
     )
     assert [(r.node.name, r.status, r.failures) for r in tests_run(result)] == [("alert_late_share", "fail", 2)]
+
+
+def test_report_loads_the_built_sample(built_sample: Project) -> None:
+    """The report's loader on real tables: its figures equal the reference's."""
+    from python_jobs.operations import report
+
+    data = report.load_datasets(built_sample.spark, built_sample.schema)
+    arrivals = sample_arrivals()
+    lateness: dict[str, list[int]] = {}
+    for a in arrivals:
+        if a.record and reference.well_formed(a.record, a.arrival):
+            seconds = (a.arrival - reference.parse_ts(a.record["event_ts"])).total_seconds()
+            lateness.setdefault(a.source, []).append(max(0, int(seconds)))
+    within_a_day = {
+        row["source_system"]: (row["arrived_within"], row["events"])
+        for row in data.lateness
+        if row["threshold_seconds"] == 86_400
+    }
+    assert within_a_day == {
+        source: (sum(1 for s in values if s <= 86_400), len(values)) for source, values in lateness.items()
+    }
+    quarantined = sum(reference.quarantined(a) for a in arrivals)
+    assert sum(row["row_count"] for row in data.quarantine) == quarantined
+    # One build: every published date was first published at its current value.
+    assert data.live_vs_final and all(
+        row["first_net_revenue"] == row["current_net_revenue"] for row in data.live_vs_final
+    )
+    assert data.restatements == []
+    html = report.render_report(data)
+    assert html.count("<svg") >= 3
