@@ -83,10 +83,19 @@ steward: install
 maintain: install
 	$(DBT) run-operation maintain_tables $(DBT_FLAGS) --args '{dry_run: $(or $(DRY_RUN),false)}'
 
-## restore: one table back to an earlier version for a re-run:
+## restore: one restated gold table back to an earlier version for a re-run:
 ##   make restore MODEL=gold_daily_revenue VERSION=<id> (or AS_OF_TIME=<ISO-8601> or INVOCATION_ID=<id>) REASON="..."
+##   The values reach python_jobs/operations/restore.py as environment variables, taken as
+##   written ($(value ...): no make expansion), never as shell text. Unexported under their own
+##   names: make would expand them (and any $(shell ...) in them) to export them.
+unexport MODEL VERSION AS_OF_TIME INVOCATION_ID REASON
+restore: export LATECOMER_RESTORE_MODEL = $(value MODEL)
+restore: export LATECOMER_RESTORE_VERSION = $(value VERSION)
+restore: export LATECOMER_RESTORE_AS_OF_TIME = $(value AS_OF_TIME)
+restore: export LATECOMER_RESTORE_INVOCATION_ID = $(value INVOCATION_ID)
+restore: export LATECOMER_RESTORE_REASON = $(value REASON)
 restore: install
-	$(DBT) run-operation restore_table $(DBT_FLAGS) --args '{model: "$(MODEL)", version: "$(VERSION)", as_of_time: "$(AS_OF_TIME)", invocation_id: "$(INVOCATION_ID)", reason: "$(REASON)"}'
+	$(BIN)/python -m python_jobs.operations.restore
 
 ## gold-versions: every version of a partition with deltas: make gold-versions EVENT_DATE=2024-01-03 [MODEL=...]
 gold-versions: install

@@ -66,7 +66,7 @@
             'bronze_ingestions.ingested_at', {{ sql_string(bronze_hwm) if bronze_hwm else 'cast(null as string)' }}
         )) as input_watermarks,
         {{ backfill_reason_sql() }} as backfill,
-        '{{ var("actor") }}' as actor
+        {{ sql_string(var('actor')) }} as actor
     from {{ restated }} as after_rows
     {%- endcall -%}
 {% endmacro %}

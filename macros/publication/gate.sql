@@ -106,7 +106,7 @@
             {{ sql_string(breaches) }} as breaches,
             {{ sql_string(tojson(checks)) }} as checks,
             {{ sql_string(override) if override else 'cast(null as string)' }} as override_reason,
-            '{{ var("actor") }}' as actor,
+            {{ sql_string(var('actor')) }} as actor,
             '{{ invocation_id }}' as invocation_id
     {%- endcall -%}
 {% endmacro %}

@@ -6,7 +6,9 @@
     `dbt build` recomputes everything changed since that version). Exactly one
     of version (an id from table_versions / gold_versions), as_of_time (the
     version current at that UTC time) or invocation_id (the version a dbt run
-    left the table in) names the version; a reason is required. Unknown or
+    left the table in) names the version; a reason is required. Only the
+    restated gold models can be restored (restorable_models): silver, the
+    ledger and the audit tables keep history a restore would delete. Unknown or
     expired versions are refused. Every restore is appended to
     <schema>_audit.table_restores (created if missing).
 
@@ -15,7 +17,7 @@
     version_with_id, version_current_at, restore_target_missing); this macro
     runs the SQL. -#}
 {% macro restore_table(model=none, version=none, as_of_time=none, invocation_id=none, reason=none) %}
-    {%- set request = adapter.restore_request(model, version, as_of_time, invocation_id, reason) -%}
+    {%- set request = adapter.restore_request(model, version, as_of_time, invocation_id, reason, restorable_models()) -%}
     {%- if request.error -%}{{ exceptions.raise_compiler_error(request.error) }}{%- endif -%}
     {%- set relation = versioned_model_relation(model) -%}
     {%- set versions = table_versions(relation) -%}
@@ -47,10 +49,20 @@
         ~ "cast(" ~ sql_string(target_entry.committed_at) ~ " as timestamp), "
         ~ sql_string(request.text) ~ ", "
         ~ sql_string(request.reason) ~ ", "
-        ~ sql_string(var('actor') | string) ~ ", "
+        ~ sql_string(var('actor')) ~ ", "
         ~ sql_string(current_invocation_id()) }}
     {%- endcall -%}
     {{ log('restore_table: ' ~ relation ~ ' restored from version ' ~ from_version ~ ' to version '
         ~ target_entry.version ~ ' (current from ' ~ target_entry.committed_at ~ ' UTC, ' ~ request.text
         ~ '); recorded in ' ~ restores ~ '. Re-run with: dbt build --select ' ~ model ~ '+', info=true) }}
 {% endmacro %}
+
+{#- The models restore_table may restore: the restated gold models, whose next
+    run re-applies what came after the restored version (their high-water marks
+    are read from their own table). -#}
+{% macro restorable_models() -%}
+    {{ return(graph.nodes.values()
+        | selectattr('resource_type', 'equalto', 'model')
+        | selectattr('config.materialized', 'equalto', 'restated')
+        | map(attribute='name') | sort | list) }}
+{%- endmacro %}

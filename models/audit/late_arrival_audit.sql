@@ -202,7 +202,7 @@ final as (
         before_values,
         after_values,
         reason,
-        '{{ var("actor") }}' as actor,
+        {{ sql_string(var('actor')) }} as actor,
         '{{ invocation_id }}' as invocation_id,
         event_ts,
         arrival_ts,

@@ -274,12 +274,12 @@ final as (
         old_is_deleted as previous_is_deleted,
         case
             when not new_wins then 'duplicate'
-            when from_scratch or {{ in_backfill_window('event_date') }} then '{{ var("backfill_mode") }}'
+            when from_scratch or {{ in_backfill_window('event_date') }} then {{ sql_string(backfill_mode()) }}
             when has_release = 1 and is_release then 'quarantine_release'
             when record_kind = 'deletion' then 'deletion'
             when record_kind = 'correction' then 'correction'
             when is_known then 'late_merge'
-            when watermark_tier != '{{ var("watermark_tiers")[0]["name"] }}' then 'late_merge'
+            when watermark_tier != {{ sql_string(var('watermark_tiers')[0]['name']) }} then 'late_merge'
             else 'insert'
         end as last_action,
         case when from_scratch or {{ in_backfill_window('event_date') }} then {{ backfill_reason_sql() }} end

@@ -64,7 +64,7 @@ status_changes as (
         existing.bronze_row_id,
         'released' as status,
         {{ backfill_reason_sql() }} as decision_reason,
-        '{{ var("actor") }}' as decided_by,
+        {{ sql_string(var('actor')) }} as decided_by,
         {{ run_ts() }} as decided_at
     from existing
     left anti join decisions on existing.bronze_row_id = decisions.bronze_row_id

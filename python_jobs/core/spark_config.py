@@ -7,8 +7,9 @@ see the same catalog, warehouse and table format.
 Environment variables (all optional):
 
 ``LATECOMER_STATE_DIR``
-    Folder holding the embedded metastore, the warehouse and logs
-    (default: ``<repo>/.latecomer``; git-ignored).
+    Folder holding the embedded metastore, the warehouse, Hive's session
+    folders and logs (default: ``<repo>/.latecomer``; git-ignored). Created
+    with mode 0700, like a local warehouse and every missing parent folder.
 ``LATECOMER_SPARK_MASTER``
     Spark master URL (default ``local[2]``); point it at a cluster to run there.
 ``LATECOMER_WAREHOUSE``
@@ -41,6 +42,7 @@ import glob
 import os
 import socket
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -54,6 +56,13 @@ EXECUTOR_SETTINGS = {
     "LATECOMER_EXECUTOR_INSTANCES": "spark.executor.instances",
 }
 TABLE_FORMATS = ("iceberg", "delta")
+# Hive's session folders (local scratch space, downloaded resources) under the
+# state dir, instead of /tmp, where Hive creates them readable by everyone:
+# setting -> (folder in the state dir, what Hive adds below it).
+HIVE_SESSION_DIRS = {
+    "spark.hadoop.hive.exec.local.scratchdir": ("hive_scratch", ""),
+    "spark.hadoop.hive.downloaded.resources.dir": ("hive_resources", "/${hive.session.id}_resources"),
+}
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
 ICEBERG_RUNTIME_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
@@ -66,6 +75,44 @@ class SparkConfigError(RuntimeError):
 def state_dir() -> Path:
     """Folder for the embedded metastore, warehouse and logs."""
     return Path(os.environ.get("LATECOMER_STATE_DIR", REPO_ROOT / ".latecomer")).resolve()
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` and its missing parents with mode 0700 (owner only).
+
+    Folders that already exist are left as they are; ``chmod`` after
+    ``mkdir`` makes the mode exact whatever the umask.
+    """
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue  # made meanwhile by another process: not ours to change
+        folder.chmod(0o700)
+    return path
+
+
+def local_folder(location: str) -> Path | None:
+    """The local folder of a location: a path or ``file:`` URL; None for other schemes (hdfs://, s3a://)."""
+    url = urlparse(location)
+    if url.scheme == "file":
+        return Path(unquote(url.path))
+    return Path(location) if url.scheme == "" else None
+
+
+def create_state_dirs(conf: dict[str, str]) -> None:
+    """The folders ``conf`` (from :func:`spark_conf`) keeps state in, owner only (0700).
+
+    The state dir (metastore, logs), Hive's session folders and a local
+    warehouse; Spark and Hive would otherwise create them readable by everyone.
+    """
+    state = private_dir(state_dir())
+    for folder, _ in HIVE_SESSION_DIRS.values():
+        private_dir(state / folder)
+    warehouse = local_folder(conf["spark.sql.warehouse.dir"])
+    if warehouse is not None:
+        private_dir(warehouse)
 
 
 def iceberg_runtime_jar() -> str:
@@ -147,6 +194,7 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} -Duser.timezone=UTC",
         # Executors on a cluster run in their machines' time zone otherwise.
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+        **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},
     }
     conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
     metastore_uri = os.environ.get("LATECOMER_METASTORE_URI")
@@ -192,9 +240,10 @@ def get_spark(table_format: str | None = None, master: str | None = None) -> Spa
         # getActiveSession() may not see it).
         return SparkSession.builder.getOrCreate()
     table_format = table_format or os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg")
-    state_dir().mkdir(parents=True, exist_ok=True)
+    conf = spark_conf(table_format, master)
+    create_state_dirs(conf)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in spark_conf(table_format, master).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -33,7 +33,7 @@ Boundaries
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation, localcontext
@@ -479,16 +479,31 @@ def _given(value: Any) -> bool:
 
 
 def restore_request(
-    model: Any, version: Any = None, as_of_time: Any = None, invocation_id: Any = None, reason: Any = None
+    model: Any,
+    version: Any = None,
+    as_of_time: Any = None,
+    invocation_id: Any = None,
+    reason: Any = None,
+    *,
+    allowed_models: Collection[str],
 ) -> RestoreRequest:
-    """Checks restore_table's arguments: a model, a reason, exactly one selector.
+    """Checks restore_table's arguments: a model among ``allowed_models``, a reason, exactly one selector.
 
-    Blank strings count as not given. The checks run in that order, so the
-    first message names the first thing missing.
+    ``allowed_models`` are the restated gold models: their next run re-applies
+    what came after the restored version. Silver, the ledger and the audit
+    tables are history a restore would cut short (restoring the audit deletes
+    audit rows), so they are refused. Blank strings count as not given. The
+    checks run in that order, so the first message names the first problem.
     """
     if not _given(model):
         raise VersionsError(
             "restore_table needs a model: --args '{model: gold_daily_revenue, version: ..., reason: ...}'"
+        )
+    if str(model).strip() not in allowed_models:
+        raise VersionsError(
+            f"restore_table restores the restated gold models only ({', '.join(sorted(allowed_models))}), "
+            f"not {str(model).strip()}: silver, the ledger and the audit tables keep history that a restore "
+            "would delete; reprocess them from bronze with a backfill or replay instead"
         )
     reason_text = str(reason).strip() if reason is not None else ""
     if reason_text == "":
@@ -504,7 +519,7 @@ def restore_request(
         )
     name, value = given[0]
     return RestoreRequest(
-        model=str(model), reason=reason_text, selector=name, value=str(value).strip(), raw_value=str(value)
+        model=str(model).strip(), reason=reason_text, selector=name, value=str(value).strip(), raw_value=str(value)
     )
 
 

@@ -9,6 +9,15 @@ quarantine, counted and replayed. Nothing is updated or deleted, and a file
 already landed (same source, same bytes), earlier or under another path in
 the same call, is skipped with a message.
 
+Hostile input: a line that is not valid UTF-8 is flagged ``invalid_utf8``
+(its bytes are kept as they came in ``raw_payload``; no decoder replaces them,
+so two different ids never become one), a line with anything but whitespace
+after its JSON object (``{..}{..}``) is flagged ``trailing_content``, file
+names are read literally (never as glob patterns; names Spark cannot read,
+``_x``, ``.x`` or ``a:b``, are refused before anything lands), and source
+names are canonical (trimmed, lower-cased, ``[a-z0-9_]``), so ``WEB`` and
+``web`` are one source.
+
 Rows keep their physical line number (from 1, blank lines included). Files are
 read in parallel splits: a first pass counts the lines of each split, so the
 second pass numbers, parses and appends without sorting the whole input.
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +45,12 @@ from python_jobs.core.spark_config import get_spark
 
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
 ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$"
+# A canonical source name (after trimming and lower-casing).
+SOURCE_NAME = re.compile(r"[a-z0-9_]{1,64}")
+# Characters Hadoop reads as glob syntax in a path (backslash escapes them).
+GLOB_SYNTAX = re.compile(r"([\\\[\]{}*?])")
+# What JSON counts as whitespace between values.
+JSON_WHITESPACE = (" ", "\t", "\r", "\n")
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,55 @@ class FileResult:
     duplicate_of: str | None = None
 
 
+def canonical_source(name: str) -> str:
+    """``name`` trimmed and lower-cased; raises :class:`IngestError` unless it is ``[a-z0-9_]``, 1 to 64 long.
+
+    One spelling per source: ``WEB``, `` web `` and ``web`` land as ``web``,
+    so a file already landed under one of them is not landed again.
+    """
+    canonical = name.strip().lower()
+    if not name.isascii() or not SOURCE_NAME.fullmatch(canonical):
+        raise IngestError(
+            f"--source {name!r}: a source name is 1 to 64 of a-z, 0-9 and _ ([a-z0-9_]), "
+            "after trimming and lower-casing"
+        )
+    return canonical
+
+
+def literal_path(path: Path) -> str:
+    """``path`` for Spark's readers, taken literally.
+
+    Hadoop expands ``[ ] { } * ?`` and ``\\`` in a path as a glob pattern, so
+    ``a[1].ndjson`` would read ``a1.ndjson``; each is escaped with a backslash.
+    """
+    return GLOB_SYNTAX.sub(r"\\\1", str(path))
+
+
+def unreadable_name(path: Path) -> str | None:
+    """Why Spark cannot read ``path`` by its name, or None.
+
+    Names are otherwise taken literally (:func:`literal_path`), but Spark
+    skips a file whose name starts with ``_`` or ``.`` as hidden, even when
+    named (it would land no line and count as landed), and Hadoop cannot open
+    one whose name holds ``:`` (it reads the part before it as a URL scheme).
+    """
+    if path.name.startswith(("_", ".")):
+        return "Spark skips a file whose name starts with '_' or '.'"
+    if ":" in path.name:
+        return "Hadoop cannot open a file whose name holds ':'"
+    return None
+
+
+def check_paths(paths: Sequence[Path]) -> None:
+    """Raise :class:`IngestError`, before anything lands, unless every path is a file Spark can read."""
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise IngestError(f"no such file: {', '.join(missing)}")
+    refused = [f"{path} ({why})" for path in paths if (why := unreadable_name(path))]
+    if refused:
+        raise IngestError(f"rename these files, nothing landed: {'; '.join(refused)}")
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -175,7 +240,7 @@ def scan_lines(spark: SparkSession, path: Path, ingestion_id: str) -> DataFrame:
     on its own gets one split per partition (:func:`count_lines` checks it), so
     ``_index`` is the line's position in its split.
     """
-    return spark.read.text(str(path)).select(
+    return spark.read.text(literal_path(path)).select(
         F.col("value").alias("raw_payload"),
         F.lit(str(path)).alias("source_file"),
         F.lit(ingestion_id).alias("ingestion_id"),
@@ -242,15 +307,72 @@ def read_lines(spark: SparkSession, path: Path, ingestion_id: str, count: LineCo
     )
 
 
+def is_invalid_utf8(raw: Column) -> Column:
+    """Whether the line's bytes are not valid UTF-8.
+
+    The text reader keeps a line's bytes as they are; decoding them replaces
+    each invalid sequence with U+FFFD, so the re-encoded line differs from
+    its bytes exactly when some were invalid.
+    """
+    return F.encode(raw, "UTF-8") != raw.cast("binary")
+
+
+def has_content_after_value(line: Column) -> Column:
+    """Whether anything but whitespace follows the first JSON value of ``line``.
+
+    JSON readers stop after the first value, so ``{"a":1}{"b":2}`` parses as
+    ``{"a":1}``. This scans the characters, counting brackets outside strings:
+    the value ends where the count returns to 0. A native higher-order
+    function (no Python), slower per line than the parser, so callers run it
+    only on lines whose first ``}`` is not their last character.
+    """
+    def step(state: Column, char: Column) -> Column:
+        depth, in_string, escaped = state["depth"], state["in_string"], state["escaped"]
+        ended, bracket = state["ended"], ~in_string
+        return F.struct(
+            F.when(bracket & char.isin("{", "["), depth + 1)
+            .when(bracket & char.isin("}", "]"), depth - 1)
+            .otherwise(depth)
+            .alias("depth"),
+            F.when(in_string, escaped | (char != '"')).otherwise(char == '"').alias("in_string"),
+            (in_string & ~escaped & (char == "\\")).alias("escaped"),
+            (ended | (bracket & char.isin("}", "]") & (depth == 1))).alias("ended"),
+            (state["trailing"] | (ended & ~char.isin(*JSON_WHITESPACE))).alias("trailing"),
+        )
+
+    start = F.struct(
+        F.lit(0).alias("depth"),
+        F.lit(False).alias("in_string"),
+        F.lit(False).alias("escaped"),
+        F.lit(False).alias("ended"),
+        F.lit(False).alias("trailing"),
+    )
+    return F.aggregate(F.split(line, ""), start, step, lambda state: state["trailing"])
+
+
 def parse_json(lines: DataFrame, feed: Feed) -> DataFrame:
+    """``_json`` (the feed's fields as strings) and the line-level checks.
+
+    ``_is_invalid_utf8``: the line is not valid UTF-8; ``_is_bad_json``: it is
+    not a JSON object; ``_has_trailing_content``: more follows the object.
+    """
     schema = ", ".join(f"`{name}` string" for name in feed.fields) + ", _corrupt_record string"
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
     parsed = F.from_json("raw_payload", schema, options)
-    return lines.withColumn("_json", parsed).withColumn(
+    trimmed = F.trim("raw_payload")
+    with_checks = lines.select(
+        "*",
+        parsed.alias("_json"),
+        is_invalid_utf8(F.col("raw_payload")).alias("_is_invalid_utf8"),
+    ).withColumn(
         "_is_bad_json",
-        F.col("_json").isNull()
-        | F.col("_json._corrupt_record").isNotNull()
-        | ~F.trim("raw_payload").startswith("{"),
+        F.col("_json").isNull() | F.col("_json._corrupt_record").isNotNull() | ~trimmed.startswith("{"),
+    )
+    # A line whose first "}" is its last character holds one object at most.
+    one_object = F.instr(trimmed, "}") == F.length(trimmed)
+    return with_checks.withColumn(
+        "_has_trailing_content",
+        F.when(F.col("_is_bad_json") | one_object, F.lit(False)).otherwise(has_content_after_value(trimmed)),
     )
 
 
@@ -285,7 +407,9 @@ def shape_events(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
     # parse_utc_timestamp(event_ts), from the values above.
     event_ts = F.when(F.col("_event_ts_has_offset"), F.col("_event_ts_any"))
     error = first_error(
+        (F.col("_is_invalid_utf8"), "invalid_utf8"),
         (F.col("_is_bad_json"), "invalid_json"),
+        (F.col("_has_trailing_content"), "trailing_content"),
         (event_type.isNull(), "missing_event_type"),
         (F.col("_event_ts_missing"), "missing_event_ts"),
         (event_ts.isNull() & F.col("_event_ts_any").isNotNull(), "event_ts_without_offset"),
@@ -326,7 +450,9 @@ def shape_customers(parsed: DataFrame, settings: IngestSettings) -> DataFrame:
     )
     updated_at, tier = F.col("_updated_at"), F.col("_tier")
     error = first_error(
+        (F.col("_is_invalid_utf8"), "invalid_utf8"),
         (F.col("_is_bad_json"), "invalid_json"),
+        (F.col("_has_trailing_content"), "trailing_content"),
         (blank_to_null(json["customer_id"]).isNull(), "missing_customer_id"),
         (blank_to_null(json["updated_at"]).isNull(), "missing_updated_at"),
         (updated_at.isNull(), "unparseable_updated_at"),
@@ -490,9 +616,12 @@ def ingest(
     """Append ``paths`` to the feed's bronze table; return one result per file.
 
     A file whose bytes were already landed from ``source_system`` (earlier, or
-    under another path in the same call) is skipped.
+    under another path in the same call) is skipped. ``source_system`` is
+    canonicalised (:func:`canonical_source`).
     """
     out = out or sys.stdout
+    source_system = canonical_source(source_system)
+    check_paths(paths)
     ingested_at = datetime.now(UTC)
     results: list[FileResult] = []
     first_of: dict[str, FileResult] = {}
@@ -585,7 +714,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m python_jobs.landing.ingest", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--source", required=True, help="source system, e.g. web, mobile, partner")
+    parser.add_argument(
+        "--source", required=True, help="source system, e.g. web, mobile, partner (lower-cased; a-z, 0-9, _)"
+    )
     parser.add_argument("--feed", choices=sorted(FEEDS), default="events", help="kind of file")
     parser.add_argument("--arrival-ts", help="arrival time of the batch (default: now)")
     parser.add_argument(
@@ -605,19 +736,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if not args.source.strip() or not args.source.replace("_", "").isalnum():
-            raise IngestError(f"--source {args.source!r}: use letters, digits and underscores")
+        source_system = canonical_source(args.source)
         arrival_ts = parse_arrival(args.arrival_ts)
         paths = [Path(name) for name in args.files]
-        missing = [str(p) for p in paths if not p.is_file()]
-        if missing:
-            raise IngestError(f"no such file: {', '.join(missing)}")
+        check_paths(paths)
     except IngestError as exc:
         print(f"ingest: error: {exc}", file=sys.stderr)
         return 2
     settings = IngestSettings(schema=args.schema, table_format=args.table_format)
     spark = get_spark(args.table_format)
-    results = ingest(spark, FEEDS[args.feed], args.source, paths, arrival_ts, settings)
+    results = ingest(spark, FEEDS[args.feed], source_system, paths, arrival_ts, settings)
     landed = [r for r in results if not r.skipped]
     print(
         f"ingest: {len(landed)} file(s) landed, {len(results) - len(landed)} already landed; "

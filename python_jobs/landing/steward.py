@@ -9,6 +9,11 @@ Decisions are appended to ``<schema>_bronze.steward_decisions``; the next
 like any late event (audited as quarantine_release), rejected rows stay in
 quarantine with the reason. Only rows held for lateness can be released;
 malformed rows are fixed at the source and landed again.
+
+What ``list`` prints comes from landed files, so it is made terminal-safe:
+control and format characters (escape sequences, carriage returns,
+right-to-left overrides) are shown as ``\\xNN`` / ``\\uNNNN``, and raw
+payloads are cut to their first 100 characters.
 """
 
 from __future__ import annotations
@@ -17,15 +22,64 @@ import argparse
 import getpass
 import os
 import sys
+import unicodedata
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from python_jobs.core.spark_config import get_spark
 
 RELEASABLE_REASONS = ("beyond_watermark",)
+LISTED_COLUMNS = (
+    "bronze_row_id",
+    "source_system",
+    "quarantine_reason",
+    "status",
+    "event_id",
+    "event_ts",
+    "arrival_ts",
+    "first_seen_at",
+    "raw_payload",
+)
+LISTED_ROWS = 100
+PAYLOAD_CHARS = 100
+NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Control, format, surrogate, line and paragraph separator characters.
+UNPRINTABLE_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def printable(value: Any) -> str:
+    """``value`` as text a terminal shows as it is: unprintable characters escaped (``\\x1b``)."""
+    if value is None:
+        return "null"
+    shown = []
+    for char in str(value):
+        if char in NAMED_ESCAPES:
+            shown.append(NAMED_ESCAPES[char])
+        elif unicodedata.category(char) in UNPRINTABLE_CATEGORIES:
+            shown.append(f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+        else:
+            shown.append(char)
+    return "".join(shown)
+
+
+def format_table(columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str:
+    """``rows`` as an aligned text table of ``columns``, every cell :func:`printable`."""
+    cells = [[printable(row[column]) for column in columns] for row in rows]
+    for line in cells:
+        for n, column in enumerate(columns):
+            if column == "raw_payload" and len(line[n]) > PAYLOAD_CHARS:
+                line[n] = line[n][:PAYLOAD_CHARS] + "..."
+    widths = [max([len(column)] + [len(line[n]) for line in cells]) for n, column in enumerate(columns)]
+    rule = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+    body = [
+        "| " + " | ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)) + " |"
+        for line in [list(columns), *cells]
+    ]
+    return "\n".join([rule, body[0], rule, *body[1:], rule])
 
 
 def quarantine_rows(spark: SparkSession, schema: str, ids: Sequence[str]) -> dict[str, dict]:
@@ -58,7 +112,7 @@ def decide(
             )
     if problems:
         for problem in problems:
-            print(f"steward: error: {problem}", file=sys.stderr)
+            print(f"steward: error: {printable(problem)}", file=sys.stderr)
         print("steward: nothing recorded", file=sys.stderr)
         return 2
     decided_at = datetime.now(UTC)
@@ -73,10 +127,17 @@ def decide(
 
 
 def list_quarantine(spark: SparkSession, schema: str) -> int:
-    spark.sql(
-        f"select bronze_row_id, source_system, quarantine_reason, status, event_ts, arrival_ts, "
-        f"first_seen_at from {schema}_silver.silver_quarantine order by first_seen_at, bronze_row_id"
-    ).show(100, truncate=False)
+    """Print the first quarantined rows, oldest first, terminal-safe (:func:`format_table`)."""
+    table = spark.table(f"{schema}_silver.silver_quarantine")
+    rows = (
+        table.select(*LISTED_COLUMNS)
+        .orderBy("first_seen_at", "bronze_row_id")
+        .limit(LISTED_ROWS + 1)
+        .collect()
+    )
+    print(format_table(LISTED_COLUMNS, [row.asDict() for row in rows[:LISTED_ROWS]]))
+    if len(rows) > LISTED_ROWS:
+        print(f"only the first {LISTED_ROWS} rows shown; query {schema}_silver.silver_quarantine for the rest")
     return 0
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+from pathlib import Path
+
 from python_jobs.landing import ingest
 from tests.pytest.conftest import Project
 
@@ -114,3 +119,134 @@ def test_ingest_lands_the_same_bytes_once_within_one_call(project: Project, writ
     assert sorted((r.line_number, r.event_id) for r in bronze) == [(1, "a"), (2, "b")]
     log = project.table("bronze", "bronze_ingestions").collect()
     assert [(r.source_file, r.lines_read, r.rows_accepted) for r in log] == [(str(path), 2, 2)]
+
+
+# Hostile input (README "Guarantees"): every line lands once, whole or flagged
+# with a reason; nothing is half-landed, merged with another line or read twice.
+
+
+def _bronze(project: Project) -> dict[int, tuple[str | None, str | None]]:
+    return {r.line_number: (r.event_id, r.parse_error) for r in project.table("bronze", "bronze_events").collect()}
+
+
+def test_ingest_flags_a_line_holding_more_than_one_json_value(project: Project, write_ndjson) -> None:
+    a, b = json.dumps(_event("a")), json.dumps(_event("b"))
+    nested = {**_event("n"), "context": {"page": {"path": "/x}{y"}, "tags": ["}", "{"]}}
+    path = write_ndjson(
+        "two.ndjson",
+        [
+            a + b,  # 1: two objects back to back
+            a + " " + b,  # 2: separated by a space
+            a + "," + b,  # 3: by a comma
+            a + " x",  # 4: anything after the object
+            a + "]",  # 5
+            {**_event("q"), "user_id": 'u"}{"'},  # 6: braces and quotes inside a string: one object
+            nested,  # 7: nested objects and arrays: one object
+            a + "\t ",  # 8: trailing whitespace only: one object
+        ],
+    )
+    assert project.ingest("web", path, arrival_ts="2024-01-16T00:00:00Z") == 0
+    errors = {n: error for n, (_, error) in _bronze(project).items()}
+    assert errors == {
+        1: "trailing_content",
+        2: "trailing_content",
+        3: "trailing_content",
+        4: "trailing_content",
+        5: "trailing_content",
+        6: None,
+        7: None,
+        8: None,
+    }
+
+
+def test_ingest_reads_file_names_literally(project: Project, tmp_path, capsys) -> None:
+    # Each name is also a Hadoop glob pattern that matches the decoy beside it.
+    names = {
+        "a[1].ndjson": "a1.ndjson",
+        "b?.ndjson": "bx.ndjson",
+        "c*.ndjson": "cz.ndjson",
+        "d\\e.ndjson": "de.ndjson",
+        # URL syntax: taken as it is, never decoded.
+        "e f%41#.ndjson": "e fA#.ndjson",
+    }
+    files = []
+    for n, (name, decoy) in enumerate(names.items()):
+        (tmp_path / decoy).write_text(json.dumps(_event(f"decoy{n}")) + "\n")
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps(_event(f"own{n}")) + "\n")
+    files.append(tmp_path / "{f,g}.ndjson")
+    files[-1].write_text(json.dumps(_event("own_braces")) + "\n")
+    (tmp_path / "f.ndjson").write_text(json.dumps(_event("decoy_braces")) + "\n")
+
+    assert project.ingest("web", *files, arrival_ts="2024-01-16T00:00:00Z") == 0
+    rows = project.table("bronze", "bronze_events").collect()
+    assert sorted((r.source_file, r.event_id) for r in rows) == sorted(
+        [(str(path), f"own{n}") for n, path in enumerate(files[:-1])] + [(str(files[-1]), "own_braces")]
+    )
+    # A pattern that names no file is not expanded either.
+    assert ingest.main(["--source", "web", str(tmp_path / "*.ndjson")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    # Names Spark would skip as hidden or Hadoop cannot open: refused before anything lands.
+    refused = [tmp_path / name for name in ("_under.ndjson", ".dot.ndjson", "g:h.ndjson")]
+    for n, path in enumerate(refused):
+        path.write_text(json.dumps(_event(f"refused{n}")) + "\n")
+    assert ingest.main(["--source", "web", str(tmp_path / "a1.ndjson"), *map(str, refused)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ingest: error: rename these files, nothing landed: ")
+    assert all(str(path) in error for path in refused), error
+    assert project.table("bronze", "bronze_events").count() == len(files)
+
+
+def test_ingest_flags_invalid_utf8_instead_of_merging_ids(project: Project, tmp_path) -> None:
+    path = tmp_path / "bytes.ndjson"
+    line = '{"event_id": "id-%s", "event_type": "page_view", "user_id": "u", "event_ts": "2024-01-15T20:00:00Z"}\n'
+    path.write_bytes(
+        (line % "\xff").encode("latin-1")  # 1: a lone byte 0xff
+        + (line % "\xfe").encode("latin-1")  # 2: 0xfe, which a lossy decoder makes equal to line 1
+        + (line % "\u00e9").encode("utf-8")  # 3: é, valid UTF-8
+        + (line % "x").encode()[:-1]
+        + b"\xc3\n"  # 4: a truncated two-byte sequence after the object
+    )
+    assert project.ingest("web", path, arrival_ts="2024-01-16T00:00:00Z") == 0
+    query = "select *, hex(cast(raw_payload as binary)) as raw_hex from {schema}_bronze.bronze_events"
+    rows = {r.line_number: r for r in project.sql(query)}
+    flagged = {n: r.parse_error for n, r in rows.items()}
+    assert flagged == {1: "invalid_utf8", 2: "invalid_utf8", 3: None, 4: "invalid_utf8"}
+    assert rows[3].event_id == "id-\u00e9"
+    # The bytes as they came, in bronze: the two lines stay distinct.
+    original = path.read_bytes().split(b"\n")
+    assert [bytes.fromhex(rows[n].raw_hex) for n in (1, 2, 4)] == [original[0], original[1], original[3]]
+
+
+def test_ingest_canonicalises_source_names(project: Project, write_ndjson, capsys) -> None:
+    path = write_ndjson("batch.ndjson", [_event("a"), _event("b")])
+    assert project.ingest("web", path, arrival_ts="2024-01-16T00:00:00Z") == 0
+    capsys.readouterr()
+    for spelling in ("WEB", " Web "):
+        assert project.ingest(spelling, path, arrival_ts="2024-01-17T00:00:00Z") == 0
+        assert "ingest: 0 file(s) landed, 1 already landed" in capsys.readouterr().out
+    rows = project.table("bronze", "bronze_events").collect()
+    assert sorted((r.source_system, r.event_id) for r in rows) == [("web", "a"), ("web", "b")]
+    assert [r.source_system for r in project.table("bronze", "bronze_ingestions").collect()] == ["web"]
+    for bad in ("we-b", "w\u00e9b", "web;drop", "", "\u212aey"):
+        assert ingest.main(["--source", bad, str(path)]) == 2
+        assert "--source" in capsys.readouterr().err
+
+
+def test_ingest_lands_a_file_named_twice_once(project: Project, write_ndjson, capsys, monkeypatch) -> None:
+    path = write_ndjson("batch.ndjson", [_event("a"), _event("b")])
+    link = path.with_name("link.ndjson")
+    link.symlink_to(path)
+    monkeypatch.chdir(path.parent)
+    spellings = (path, Path("batch.ndjson"), Path("./batch.ndjson"), link)
+    assert project.ingest("web", *spellings, arrival_ts="2024-01-16T00:00:00Z") == 0
+    assert "ingest: 1 file(s) landed, 3 already landed; 2 rows accepted" in capsys.readouterr().out
+    rows = project.table("bronze", "bronze_events").collect()
+    assert sorted((r.line_number, r.event_id) for r in rows) == [(1, "a"), (2, "b")]
+    assert project.table("bronze", "bronze_ingestions").count() == 1
+
+
+def test_state_folders_are_private(spark) -> None:
+    state = Path(os.environ["LATECOMER_STATE_DIR"])
+    for folder in (state, state / "warehouse"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder

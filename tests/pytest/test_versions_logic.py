@@ -345,6 +345,9 @@ def test_partition_history_report_of_an_empty_state_and_no_history() -> None:
 
 # ---------------------------------------------------------------- restore
 
+# The models restore_table may restore (the macro passes the restated gold models).
+ALLOWED = ("gold_daily_revenue", "m")
+
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
@@ -372,13 +375,17 @@ def test_partition_history_report_of_an_empty_state_and_no_history() -> None:
 )
 def test_restore_request_refuses(arguments: dict, message: str) -> None:
     with pytest.raises(VersionsError) as error:
-        versions.restore_request(**arguments)
+        versions.restore_request(**arguments, allowed_models=ALLOWED)
     assert message in str(error.value)
 
 
 def test_restore_request() -> None:
     request = versions.restore_request(
-        model="gold_daily_revenue", version=" ", as_of_time=" 2024-01-22T13:00 ", reason="  dedup fix "
+        model="gold_daily_revenue",
+        version=" ",
+        as_of_time=" 2024-01-22T13:00 ",
+        reason="  dedup fix ",
+        allowed_models=ALLOWED,
     )
     assert request == RestoreRequest(
         model="gold_daily_revenue",
@@ -398,15 +405,15 @@ KNOWN = (
 
 
 def test_restore_target_missing() -> None:
-    by_version = versions.restore_request("m", version=" 999", reason="x")
+    by_version = versions.restore_request("m", version=" 999", reason="x", allowed_models=ALLOWED)
     assert versions.restore_target_missing(by_version, RELATION, LOG) == (
         f"Unknown version 999 of {RELATION} (never existed or expired); {KNOWN}"
     )
-    by_time = versions.restore_request("m", as_of_time="2024-01-01 ", reason="x")
+    by_time = versions.restore_request("m", as_of_time="2024-01-01 ", reason="x", allowed_models=ALLOWED)
     assert versions.restore_target_missing(by_time, RELATION, LOG) == (
         f"{RELATION} had no version at 2024-01-01  (or it has expired); {KNOWN}"
     )
-    by_run = versions.restore_request("m", invocation_id="abc", reason="x")
+    by_run = versions.restore_request("m", invocation_id="abc", reason="x", allowed_models=ALLOWED)
     assert versions.restore_target_missing(by_run, RELATION, []) == (
         f"No retained version of {RELATION} was written by dbt invocation abc"
         " (no row of any retained version carries it as its newest run); its retained versions, oldest first: none"
@@ -638,10 +645,10 @@ def test_adapter_methods_read_agate_tables() -> None:
 
 
 def test_adapter_methods_return_errors_as_text() -> None:
-    assert LatecomerAdapter.restore_request(None, "m", None, None, None, "x")["error"].startswith(
+    assert LatecomerAdapter.restore_request(None, "m", None, None, None, "x", ALLOWED)["error"].startswith(
         "restore_table needs exactly one of"
     )
-    request = LatecomerAdapter.restore_request(None, "m", 999, None, None, "x")
+    request = LatecomerAdapter.restore_request(None, "m", 999, None, None, "x", ALLOWED)
     assert request["error"] is None and request["text"] == "version=999"
     assert LatecomerAdapter.restore_target_missing(None, request, RELATION, []).startswith(
         f"Unknown version 999 of {RELATION}"

@@ -271,11 +271,14 @@ class LatecomerAdapter(SparkAdapter):
 
     @available
     def restore_request(
-        self, model: Any, version: Any, as_of_time: Any, invocation_id: Any, reason: Any
+        self, model: Any, version: Any, as_of_time: Any, invocation_id: Any, reason: Any, allowed_models: Any
     ) -> dict[str, Any]:
-        """restore_table's arguments checked: ``{model, reason, selector, value, raw_value, text}`` or ``{error}``."""
+        """restore_table's arguments checked (``model`` among ``allowed_models``):
+        ``{model, reason, selector, value, raw_value, text}`` or ``{error}``."""
         try:
-            request = versions.restore_request(model, version, as_of_time, invocation_id, reason)
+            request = versions.restore_request(
+                model, version, as_of_time, invocation_id, reason, allowed_models=[str(m) for m in allowed_models]
+            )
         except versions.VersionsError as error:
             return {"error": str(error)}
         return {
