@@ -26,7 +26,7 @@ def project_tiers() -> dict[str, float]:
     return {tier["name"]: tier["lateness_hours"] for tier in project["vars"]["watermark_tiers"]}
 
 
-def tests_run(result: Any) -> list[Any]:
+def node_results(result: Any) -> list[Any]:
     return [r for r in result.result.results if r.node.resource_type == "test"]
 
 
@@ -52,7 +52,7 @@ def test_lateness_by_arrival_day_matches_reference(built_sample: Project) -> Non
 
 def test_alerts_stay_silent_on_the_sample(built_sample: Project) -> None:
     result = built_sample.dbt("test", "--select", "path:tests/monitoring", vars=sample_build.BUILD_VARS)
-    statuses = {r.node.name: (r.status, r.failures) for r in tests_run(result)}
+    statuses = {r.node.name: (r.status, r.failures) for r in node_results(result)}
     assert statuses == {name: ("pass", 0) for name in ALERT_TESTS}
     assert built_sample.table("monitoring", "lateness_alerts").count() == 0
 
@@ -171,7 +171,7 @@ def test_each_alert_fires_on_a_crafted_feed(project: Project, write_ndjson) -> N
 
     # Warn by default; error where the var says so.
     result = project.dbt("test", "--select", "path:tests/monitoring", vars={"as_of": AS_OF.isoformat(), **CRAFTED_VARS})
-    assert {r.node.name: r.status for r in tests_run(result)} == {name: "warn" for name in ALERT_TESTS}
+    assert {r.node.name: r.status for r in node_results(result)} == {name: "warn" for name in ALERT_TESTS}
     settings = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["lateness_alerts"]
     settings["late_share"]["severity"] = "error"
     result = project.dbt(
@@ -181,7 +181,7 @@ def test_each_alert_fires_on_a_crafted_feed(project: Project, write_ndjson) -> N
         vars={"as_of": AS_OF.isoformat(), "lateness_alerts": settings, **CRAFTED_VARS},
         expect_ok=False,
     )
-    assert [(r.node.name, r.status, r.failures) for r in tests_run(result)] == [("alert_late_share", "fail", 2)]
+    assert [(r.node.name, r.status, r.failures) for r in node_results(result)] == [("alert_late_share", "fail", 2)]
 
 
 def test_report_loads_the_built_sample(built_sample: Project) -> None:

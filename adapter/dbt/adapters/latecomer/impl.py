@@ -112,12 +112,15 @@ class LatecomerAdapter(SparkAdapter):
         (see ``execute``).
         """
         key = (get_invocation_id(), relation.render().lower())
-        if key not in self._columns:
+        # One get, never a check then a read: another thread may forget the
+        # entry in between.
+        columns = self._columns.get(key)
+        if columns is None:
             columns = super().get_columns_in_relation(relation)
             if not columns:
                 return columns
             self._columns[key] = columns
-        return list(self._columns[key])
+        return list(columns)
 
     def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None) -> Any:
         if SCHEMA_CHANGING_SQL.match(sql):
@@ -140,7 +143,7 @@ class LatecomerAdapter(SparkAdapter):
         text = sql.lower()
         for key in list(self._columns):
             if re.search(r"(?<![\w.])" + re.escape(key[1]) + r"(?![\w])", text):
-                del self._columns[key]
+                self._columns.pop(key, None)
 
     @available
     def memo_has(self, key: str) -> bool:
