@@ -24,6 +24,11 @@ STATE_DIR = Path(os.environ.get("LATECOMER_TEST_STATE_DIR", ROOT / ".latecomer" 
 # Set before anything imports python_jobs.core.spark_config or starts Spark.
 os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Two dbt threads, not the local profile's four: the embedded metastore's
+# DataNucleus has a race under concurrent queries (an Iceberg commit failed
+# with CommitStateUnknownException / NullPointerException in CI), and the
+# suite's small tables gain little from a third and fourth thread on 2 cores.
+os.environ.setdefault("LATECOMER_THREADS", "2")
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
