@@ -4,27 +4,76 @@
     A model or source opts in with meta test_scope:
       {partition: <column>, run_column: <column>}: its generic tests read only
         the partitions (values of `partition`) holding rows whose `run_column`
-        is this run's start;
+        is this run's start, and row-by-row tests (not_null, accepted_values)
+        only those rows;
       {partition: arrival_date, pending_for: <model>}: a landing table, whose
         tests run before the model that consumes it: the arrival dates of the
-        files landed since that model last read (stg_bronze_ingestions). Properties that are local to what a run writes (a key unique
-    within its partitions, a column not null, a value accepted) hold for the
-    table when they hold for every run's partitions. Checks that need the whole
-    table (row conservation across layers) run on a schedule with `dbt test`. -#}
+        files landed since that model last read (stg_bronze_ingestions).
+    Properties that are local to what a run writes (a key unique within its
+    partitions, a column not null, a value accepted) hold for the table when
+    they hold for every run's partitions. A test whose scope is empty (the run
+    wrote nothing there) passes without a query over the table. Checks that
+    need the whole table (row conservation across layers) run on a schedule
+    with `dbt test`. -#}
 {% macro latecomer__get_where_subquery(relation) -%}
     {%- set predicates = [] -%}
     {%- set where = config.get('where', '') -%}
     {%- if where -%}
         {%- do predicates.append('(' ~ where ~ ')') -%}
     {%- endif -%}
-    {%- set scope = run_scope_predicate(tested_node_meta(relation).get('test_scope'), relation) -%}
+    {%- set test_scope = tested_node_meta(relation).get('test_scope') -%}
+    {%- set scope = run_scope_predicate(test_scope, relation) -%}
+    {%- if scope == 'false' -%}
+        {#- Nothing of the relation to test this run: latecomer__get_test_sql
+            answers without reading it. -#}
+        {%- do adapter.memo_set(empty_scope_key(), true) -%}
+    {%- endif -%}
     {%- if scope -%}
         {%- do predicates.append(scope) -%}
+        {%- if test_scope.get('run_column') and tested_property() in row_local_tests() -%}
+            {#- A property of each row on its own: the rows this run wrote. -#}
+            {%- do predicates.append(test_scope['run_column'] ~ ' = ' ~ run_ts()) -%}
+        {%- endif -%}
     {%- endif -%}
     {%- if predicates -%}
         {{ return('(select * from ' ~ relation ~ ' where ' ~ predicates | join(' and ') ~ ') dbt_subquery') }}
     {%- endif -%}
     {{ return(relation) }}
+{%- endmacro %}
+
+
+{#- Generic tests whose property holds row by row: in a build they read only
+    the rows the run wrote (run_column), not whole partitions. Uniqueness
+    needs the partitions, where a new key may meet an old one. -#}
+{% macro row_local_tests() -%}
+    {{ return(['not_null', 'accepted_values']) }}
+{%- endmacro %}
+
+
+{#- The generic test being compiled (not_null, unique, ...), or none for a
+    singular test. -#}
+{% macro tested_property() -%}
+    {{ return((model.get('test_metadata') or {}).get('name')) }}
+{%- endmacro %}
+
+
+{#- Memo key: the current test reads nothing this run (its relation's scope is
+    empty). -#}
+{% macro empty_scope_key() -%}
+    {{ return('empty_test_scope:' ~ model.unique_id) }}
+{%- endmacro %}
+
+
+{#- A generic test whose relation holds nothing this build wrote has no rows
+    to fail: it is answered without reading the table (a Spark query over a
+    table costs its metadata and planning even when it reads no file). -#}
+{% macro latecomer__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
+    {%- if adapter.memo_get(empty_scope_key()) -%}
+        {{ log(model.name ~ ': nothing written this run in the tested table; passes without reading it') }}
+        select 0 as failures, false as should_warn, false as should_error
+    {%- else -%}
+        {{ default__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) }}
+    {%- endif -%}
 {%- endmacro %}
 
 
@@ -66,7 +115,7 @@
     {%- endif -%}
     {#- Every test of the relation reads the same partitions: found once per
         invocation, then given as literals so the scan is pruned when planned. -#}
-    {%- set key = 'test_scope:' ~ relation -%}
+    {%- set key = written_partitions_key(relation) -%}
     {%- if not adapter.memo_has(key) -%}
         {%- do adapter.memo_set(key, run_query(partitions_sql).columns[0].values() | list) -%}
     {%- endif -%}
@@ -117,4 +166,18 @@
         {{ return(adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias)) }}
     {%- endfor -%}
     {{ exceptions.raise_compiler_error("No model named '" ~ name ~ "' in the project") }}
+{%- endmacro %}
+
+
+{#- Memo key of the partitions a build wrote in `relation`, found by the
+    first test that reads it, or told by the model's materialization when it
+    wrote nothing (nothing_written), so its tests need no query to learn it. -#}
+{% macro written_partitions_key(relation) -%}
+    {{ return('test_scope:' ~ (relation.schema ~ '.' ~ relation.identifier) | lower) }}
+{%- endmacro %}
+
+
+{#- Called by a materialization that wrote no row in `relation` this run. -#}
+{% macro nothing_written(relation) -%}
+    {%- do adapter.memo_set(written_partitions_key(relation), []) -%}
 {%- endmacro %}

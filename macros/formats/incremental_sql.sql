@@ -11,6 +11,7 @@
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
         {%- if new_rows == 0 -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
+            {%- do nothing_written(target) -%}
             select 'nothing new' as status
         {%- else -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}

@@ -48,7 +48,8 @@
     version cannot be read. with_as_of=false leaves the as_of var out, for a
     node whose output does not depend on it. -#}
 {% macro inputs_fingerprint(with_as_of=true) %}
-    {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta)] -%}
+    {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta),
+                     'project=' ~ adapter.project_fingerprint()] -%}
     {%- if with_as_of -%}
         {%- do parts.append('as_of=' ~ (var('as_of', none) or run_started_at)) -%}
     {%- endif -%}
@@ -59,6 +60,7 @@
         {%- endif -%}
         {%- do parts.append(relation ~ '=' ~ version) -%}
     {%- endfor -%}
+    {{ log(model.name ~ ': inputs ' ~ parts | join('|')) }}
     {{ return(local_md5(parts | join('|'))) }}
 {% endmacro %}
 

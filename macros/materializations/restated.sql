@@ -6,6 +6,10 @@
     carries `published_before`, its values as published before this run (null
     for a new row), so nothing below reads the published table again.
 
+    0. skip      when nothing the model reads moved since its last run (its
+                 inputs' table versions, its own version, as_of, vars and
+                 code: restated_fingerprint, kept as the table's property
+                 latecomer.inputs), stop: no query over any table;
     1. compute   the model's SQL, as a temporary view;
     2. stage     its rows once (stage_rows): every later step reads them;
     3. count     the rows; none (and the table exists): stop here, no gate,
@@ -30,6 +34,19 @@
 
     {{ run_hooks(pre_hooks) }}
 
+    {#- 0. skip -#}
+    {%- set fingerprint = none if rebuild or backfill_window() else restated_fingerprint() -%}
+    {%- if fingerprint is not none and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
+        {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
+        {%- do nothing_written(target_relation) -%}
+        {%- call statement('main') -%}
+            select 'inputs unchanged' as status
+        {%- endcall -%}
+        {%- do persist_docs(target_relation, model) -%}
+        {{ run_hooks(post_hooks) }}
+        {{ return({'relations': [target_relation]}) }}
+    {%- endif -%}
+
     {#- 1, 2. compute and stage -#}
     {%- set restated = stage_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
 
@@ -37,6 +54,7 @@
     {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
     {%- if row_count == 0 and not rebuild -%}
         {{ log(model.name ~ ': nothing to restate, ' ~ target_relation ~ ' left unchanged', info=true) }}
+        {%- do nothing_written(target_relation) -%}
         {%- call statement('main') -%}
             select 'nothing to restate' as status
         {%- endcall -%}
@@ -63,10 +81,43 @@
         {%- do record_change_manifest(restated, target_relation, layout, columns) -%}
     {%- endif -%}
 
+    {#- What this run evaluated, for the next run's step 0 (after the write,
+        so a run that failed before it is evaluated again). -#}
+    {%- set evaluated = restated_fingerprint() -%}
+    {%- if evaluated is not none -%}
+        {%- call statement('record_inputs_fingerprint') -%}
+            alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ evaluated }}')
+        {%- endcall -%}
+    {%- endif -%}
+
     {%- do persist_docs(target_relation, model) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+
+{#- What a restated model's rows depend on: inputs_fingerprint without the
+    as_of itself, the table's own current version (a restore, or any write
+    but this model's, makes the next run evaluate it again) and the status
+    epoch of as_of (the last instant before it at which some partition's
+    status moves: python_jobs/core/status_clock.py), so a later as_of that
+    moves no status keeps the fingerprint. None where versions cannot be read. -#}
+{% macro restated_fingerprint() %}
+    {%- set inputs = inputs_fingerprint(with_as_of=false) -%}
+    {#- The table exists here (step 0 runs on an existing table, the record
+        after the write), so its version is read without the relation cache,
+        which learns of a table created in this run only once the model ends. -#}
+    {%- set iceberg = (target.table_format | default('iceberg', true) | lower) == 'iceberg' -%}
+    {%- set own = current_version(this) if iceberg else none -%}
+    {%- if inputs is none or own is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set boundaries = [watermark_tier_hours(var('live_until_tier')),
+                          watermark_tier_hours(var('preliminary_until_tier'))] -%}
+    {%- set epoch = adapter.status_epoch(var('as_of', none) or run_started_at, boundaries) -%}
+    {{ log(model.name ~ ': own version ' ~ own ~ ', status epoch ' ~ epoch) }}
+    {{ return(local_md5(inputs ~ '|self=' ~ own ~ '|status_epoch=' ~ epoch)) }}
+{% endmacro %}
 
 
 {#- The unique key (a list) and the partition column of a restated model: the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -21,7 +22,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import gate, versions
+from python_jobs.core import gate, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # Statements that may change a relation's columns (or the relation itself).
@@ -187,6 +188,35 @@ class LatecomerAdapter(SparkAdapter):
         except (OSError, subprocess.SubprocessError):
             return None
         return f"{commit}-dirty" if dirty else commit
+
+    @available
+    def project_fingerprint(self) -> str:
+        """A hash of what every model's output depends on besides its own file and its
+        inputs: the project's and the command line's vars, and the macros' source.
+
+        A model skipped because its inputs did not move (``inputs_fingerprint``)
+        is built again once any of these changes. Computed once per invocation.
+        """
+        key = (get_invocation_id(), "project_fingerprint")
+        if key not in self._memo:
+            digest = hashlib.sha256()
+            project_vars = {"project": self.config.vars.to_dict(), "cli": self.config.cli_vars}
+            digest.update(json.dumps(project_vars, sort_keys=True, default=str).encode())
+            root = Path(self.config.project_root)
+            for folder in self.config.macro_paths:
+                for path in sorted((root / folder).rglob("*.sql")):
+                    digest.update(str(path.relative_to(root)).encode())
+                    digest.update(path.read_bytes())
+            self._memo[key] = digest.hexdigest()
+        return self._memo[key]
+
+    @available
+    def status_epoch(self, as_of: Any, boundary_hours: Any) -> str:
+        """python_jobs.core.status_clock.status_epoch, as ISO text."""
+        try:
+            return status_clock.status_epoch(as_of, list(boundary_hours)).isoformat()
+        except ValueError as error:
+            raise _failed(error) from error
 
     @available
     def write_json_artifact(self, relative_path: str, payload: Any) -> str:
