@@ -33,3 +33,17 @@
 {% macro sql_string(value) -%}
     '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
 {%- endmacro %}
+
+
+{#- SQL: `default`, or a CASE on `source_column` that gives each source of
+    `by_source` (source name -> SQL) its own value and the others `default`. -#}
+{% macro source_case(source_column, by_source, default) -%}
+    {%- if not by_source -%}
+        {{ return(default) }}
+    {%- endif -%}
+    {%- set branches = [] -%}
+    {%- for source_system, value in by_source.items() | sort -%}
+        {%- do branches.append('when ' ~ source_column ~ ' = ' ~ sql_string(source_system) ~ ' then ' ~ value) -%}
+    {%- endfor -%}
+    {{ return('(case ' ~ branches | join(' ') ~ ' else ' ~ default ~ ' end)') }}
+{%- endmacro %}

@@ -10,12 +10,17 @@
     3. build        create or replace the table (SQL or Python);
     4. record       the fingerprint as the table's property.
     Where a version cannot be read (a format other than Iceberg) the model is
-    rebuilt every run, as a `table` would be. -#}
+    rebuilt every run, as a `table` would be. Config as_of_dependent=false
+    leaves as_of out of the fingerprint, for a model whose rows do not depend
+    on it.
+
+    Also for a small summary that several data tests read: as a view, each
+    test would compute it again. -#}
 {% materialization recomputed, adapter='spark', supported_languages=['sql', 'python'] %}
     {%- set language = model['language'] -%}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set fingerprint = inputs_fingerprint() -%}
+    {%- set fingerprint = inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
     {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
         and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
 

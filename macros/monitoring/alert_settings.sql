@@ -23,16 +23,11 @@
 {#- SQL: a numeric setting of an alert for the row's source (`source_column`),
     a CASE when some sources have their own. -#}
 {% macro alert_setting_sql(alert, key, source_column='source_system') -%}
-    {%- set default = lateness_alert_setting(alert, key) -%}
-    {%- set branches = [] -%}
-    {%- for source_system, own in ((var('lateness_alerts')[alert].get('sources') or {}).items() | sort) if key in own -%}
-        {%- do branches.append('when ' ~ source_column ~ ' = ' ~ sql_string(source_system)
-            ~ ' then ' ~ alert_number(alert, key, own[key])) -%}
+    {%- set by_source = {} -%}
+    {%- for source_system, own in (var('lateness_alerts')[alert].get('sources') or {}).items() if key in own -%}
+        {%- do by_source.update({source_system: alert_number(alert, key, own[key])}) -%}
     {%- endfor -%}
-    {%- if not branches -%}
-        {{ return(alert_number(alert, key, default)) }}
-    {%- endif -%}
-    {{ return('(case ' ~ branches | join(' ') ~ ' else ' ~ default ~ ' end)') }}
+    {{ return(source_case(source_column, by_source, alert_number(alert, key, lateness_alert_setting(alert, key)))) }}
 {%- endmacro %}
 
 {% macro alert_number(alert, key, value) -%}

@@ -70,10 +70,12 @@
             source_system,
             {%- for tier in var('watermark_tiers') %}
             {%- set tier_index = loop.index0 %}
-            avg(case when lateness_seconds > (case
-                {%- for source_system, seconds in suggestions.items() %}
-                when source_system = {{ sql_string(source_system) }} then {{ seconds[tier_index] }}
-                {%- endfor %} end) then 1.0 else 0.0 end) as suggested_{{ loop.index0 }},
+            {%- set suggested = {} %}
+            {%- for source_system, seconds in suggestions.items() %}
+                {%- do suggested.update({source_system: seconds[tier_index]}) %}
+            {%- endfor %}
+            avg(case when lateness_seconds > {{ source_case('source_system', suggested, 'null') }}
+                then 1.0 else 0.0 end) as suggested_{{ loop.index0 }},
             {%- endfor %}
             avg(case when lateness_seconds > {{ watermark_seconds() }} then 1.0 else 0.0 end) as current_last
         from {{ ledger }}

@@ -72,17 +72,13 @@
     default the last tier), per source: the project's tiers, or a CASE on
     `source_column` when some sources override them. -#}
 {% macro by_source_tiers(source_column, what, tier_name=none, lateness_seconds=none) -%}
-    {%- set sources = overridden_sources() -%}
-    {%- set branches = [] -%}
-    {%- for source_system in sources -%}
-        {%- do branches.append('when ' ~ source_column ~ ' = ' ~ sql_string(source_system) ~ ' then '
-            ~ tiers_figure(source_watermark_tiers(source_system), what, tier_name, lateness_seconds)) -%}
+    {%- set by_source = {} -%}
+    {%- for source_system in overridden_sources() -%}
+        {%- do by_source.update({source_system:
+            tiers_figure(source_watermark_tiers(source_system), what, tier_name, lateness_seconds)}) -%}
     {%- endfor -%}
-    {%- set default = tiers_figure(source_watermark_tiers(), what, tier_name, lateness_seconds) -%}
-    {%- if not branches -%}
-        {{ return(default) }}
-    {%- endif -%}
-    {{ return('(case ' ~ branches | join(' ') ~ ' else ' ~ default ~ ' end)') }}
+    {{ return(source_case(source_column, by_source,
+                          tiers_figure(source_watermark_tiers(), what, tier_name, lateness_seconds))) }}
 {%- endmacro %}
 
 {% macro tiers_figure(tiers, what, tier_name, lateness_seconds) -%}

@@ -2,7 +2,7 @@
     dashboard to read as is: "net revenue 1,234 (estimated 92% complete,
     expected to end at 1,340)". A final partition is complete by definition;
     a non-final one carries gold_completeness's estimate at its as_of. -#}
-{{ config(materialized='view') }}
+{{ config(materialized='recomputed', as_of_dependent=false) }}
 
 with daily as (
     select * from {{ ref('gold_daily_revenue') }}

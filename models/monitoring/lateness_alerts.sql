@@ -2,9 +2,11 @@
     one row per alert and source: what was observed against what is allowed.
     Each alert is a data test (tests/monitoring) with its severity from the
     `lateness_alerts` var, where the thresholds live too; a source can have
-    its own thresholds under `sources`. A view: it reads the small metrics
-    tables, and a build with nothing new writes no table. -#}
-{{ config(materialized='view') }}
+    its own thresholds under `sources`. A small table rebuilt when its inputs
+    or as_of moved (materialized='recomputed'): the alert tests read it
+    instead of each computing the alerts again, and a build with nothing new
+    at the same as_of leaves it alone. -#}
+{{ config(materialized='recomputed') }}
 
 with by_arrival_day as (
     select * from {{ ref('lateness_by_arrival_day') }}

@@ -2,7 +2,7 @@
     mean over the `volume_baseline_days` (var) dates
     before it, a date with no events counting zero. Status tells a live date
     still filling in from a settled one. -#}
-{{ config(materialized='view') }}
+{{ config(materialized='recomputed') }}
 
 {%- set baseline_days = var('volume_baseline_days') %}
 

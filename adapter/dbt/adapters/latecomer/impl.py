@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,33 @@ from python_jobs.core import gate, status_clock, versions
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # Statements that may change a relation's columns (or the relation itself).
 SCHEMA_CHANGING_SQL = re.compile(r"^\s*(create|replace|alter|drop)\b", re.IGNORECASE)
+# Statements that commit rows to a table another thread may write too (the
+# change manifest, the gate's log): the table they name.
+ROW_WRITING_SQL = re.compile(
+    r"^\s*(?:insert\s+(?:into|overwrite)(?:\s+table)?|merge\s+into|delete\s+from|update)\s+([`\w.]+)",
+    re.IGNORECASE,
+)
+_table_locks: dict[str, threading.Lock] = {}
+_table_locks_guard = threading.Lock()
+
+
+def table_write_lock(sql: str) -> threading.Lock | contextlib.nullcontext:
+    """The process-wide lock of the table ``sql`` writes rows to, or a no-op.
+
+    On the embedded metastore Iceberg's Hive commit lock is off (it would wait
+    minutes for a lock nobody else holds), and the embedded Hive metastore has
+    no atomic swap of a table's metadata location: two threads appending to
+    one table at the same moment could both commit on the same base, and the
+    second commit would drop the first one's rows. Every dbt thread runs in
+    this process, so holding one lock per table while a statement writes it
+    serializes those commits.
+    """
+    match = ROW_WRITING_SQL.match(sql)
+    if not match:
+        return contextlib.nullcontext()
+    table = match.group(1).replace("`", "").lower()
+    with _table_locks_guard:
+        return _table_locks.setdefault(table, threading.Lock())
 
 
 def _records(rows: Any) -> list[dict[str, Any]]:
@@ -126,7 +155,8 @@ class LatecomerAdapter(SparkAdapter):
     def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None) -> Any:
         if SCHEMA_CHANGING_SQL.match(sql):
             self._forget_columns(sql)
-        return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
+        with table_write_lock(sql):
+            return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
         self._columns.clear()
