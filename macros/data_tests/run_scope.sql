@@ -4,8 +4,14 @@
     A model or source opts in with meta test_scope:
       {partition: <column>, run_column: <column>}: its generic tests read only
         the partitions (values of `partition`) holding rows whose `run_column`
-        is this run's start, and row-by-row tests (not_null, accepted_values)
-        only those rows;
+        is this run's start (the rows the run wrote); row-by-row tests
+        (not_null, accepted_values) only the written rows, and uniqueness
+        tests (unique, unique_combination) only the rows sharing a key with
+        a written row;
+      {run_column: <column>, run_value: latest}: a table without such
+        partitions whose model stamps the rows it writes with the high-water
+        mark of what it consumed: the written rows are those holding the
+        column's largest value;
       {partition: arrival_date, pending_for: <model>}: a landing table, whose
         tests run before the model that consumes it: the arrival dates of the
         files landed since that model last read (stg_bronze_ingestions).
@@ -27,16 +33,30 @@
         {#- Nothing of the relation to test this run: latecomer__get_test_sql
             answers without reading it. -#}
         {%- do adapter.memo_set(empty_scope_key(), true) -%}
-    {%- endif -%}
-    {%- if scope -%}
         {%- do predicates.append(scope) -%}
-        {%- if test_scope.get('run_column') and tested_property() in row_local_tests() -%}
+    {%- elif scope -%}
+        {%- do predicates.append(scope) -%}
+        {%- set written = written_rows_predicate(test_scope, relation) -%}
+        {%- set keys = tested_keys() -%}
+        {%- if written and tested_property() in row_local_tests() -%}
             {#- A property of each row on its own: the rows this run wrote. -#}
-            {%- do predicates.append(test_scope['run_column'] ~ ' = ' ~ run_ts()) -%}
+            {%- do predicates.append(written) -%}
+        {%- elif written and keys -%}
+            {#- A key unique in the table stays so when every key a run
+                writes is unique there: the rows holding a key this run
+                wrote (a semi-join on the few written keys, rather than
+                counting every key of the scanned partitions). -#}
+            {%- set matches = [] -%}
+            {%- for key in keys -%}
+                {%- do matches.append('written_row.' ~ key ~ ' <=> dbt_scoped.' ~ key) -%}
+            {%- endfor -%}
+            {%- do predicates.append('exists (select 1 from ' ~ relation ~ ' as written_row where ' ~ scope
+                ~ ' and ' ~ written ~ ' and ' ~ matches | join(' and ') ~ ')') -%}
         {%- endif -%}
     {%- endif -%}
     {%- if predicates -%}
-        {{ return('(select * from ' ~ relation ~ ' where ' ~ predicates | join(' and ') ~ ') dbt_subquery') }}
+        {{ return('(select * from ' ~ relation ~ ' as dbt_scoped where ' ~ predicates | join(' and ')
+            ~ ') dbt_subquery') }}
     {%- endif -%}
     {{ return(relation) }}
 {%- endmacro %}
@@ -47,6 +67,52 @@
     needs the partitions, where a new key may meet an old one. -#}
 {% macro row_local_tests() -%}
     {{ return(['not_null', 'accepted_values']) }}
+{%- endmacro %}
+
+
+{#- The key columns of a uniqueness test being compiled (unique,
+    unique_combination), else none; none too when a key is an expression
+    rather than a column name (the test then reads its whole scope). -#}
+{% macro tested_keys() -%}
+    {%- set kwargs = (model.get('test_metadata') or {}).get('kwargs') or {} -%}
+    {%- set keys = none -%}
+    {%- if tested_property() == 'unique' -%}
+        {%- set keys = [kwargs.get('column_name')] -%}
+    {%- elif tested_property() == 'unique_combination' -%}
+        {%- set keys = kwargs.get('columns') -%}
+    {%- endif -%}
+    {%- for key in keys or [] if not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', key | string) -%}
+        {{ return(none) }}
+    {%- endfor -%}
+    {{ return(keys) }}
+{%- endmacro %}
+
+
+{#- SQL predicate: the rows of `relation` this run wrote (unqualified
+    columns), from meta test_scope: run_column equal to the run's start
+    (run_value 'run', the default), or to its latest value in the table
+    (run_value 'latest', a timestamp: a model stamping its rows with the
+    high-water mark of what it consumed). None without a run_column. -#}
+{% macro written_rows_predicate(test_scope, relation) -%}
+    {%- set column = test_scope.get('run_column') -%}
+    {%- if not column -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set run_value = test_scope.get('run_value', 'run') -%}
+    {%- if run_value == 'run' -%}
+        {{ return(column ~ ' = ' ~ run_ts()) }}
+    {%- elif run_value == 'latest' -%}
+        {#- Read once per invocation and given as a literal, so the scan
+            skips the files whose statistics rule it out. -#}
+        {%- set key = 'latest_run_value:' ~ written_partitions_key(relation) -%}
+        {%- if not adapter.memo_has(key) -%}
+            {%- do adapter.memo_set(key, run_query('select cast(max(' ~ column ~ ') as string) from '
+                ~ relation).columns[0].values()[0]) -%}
+        {%- endif -%}
+        {%- set latest = adapter.memo_get(key) -%}
+        {{ return(column ~ ' = cast(' ~ sql_string(latest) ~ ' as timestamp)' if latest is not none else 'false') }}
+    {%- endif -%}
+    {{ exceptions.raise_compiler_error("meta test_scope run_value is 'run' or 'latest', got '" ~ run_value ~ "'") }}
 {%- endmacro %}
 
 
@@ -91,10 +157,23 @@
 {#- SQL predicate restricting `relation` to the partitions this run wrote, or
     none when tests read everything. -#}
 {% macro run_scope_predicate(test_scope, relation) -%}
-    {%- if not test_scope or not execute or data_tests_scope() == 'all' -%}
+    {%- if not execute or data_tests_scope() == 'all' -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set partition = test_scope['partition'] -%}
+    {%- set key = written_partitions_key(relation) -%}
+    {%- if adapter.memo_has(key) and not adapter.memo_get(key) -%}
+        {#- The model said it wrote nothing (nothing_written), scope or not. -#}
+        {{ return('false') }}
+    {%- endif -%}
+    {%- if not test_scope -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set partition = test_scope.get('partition') -%}
+    {%- if not partition -%}
+        {#- No partitions to narrow to: the written rows alone
+            (written_rows_predicate). -#}
+        {{ return('true') }}
+    {%- endif -%}
     {%- if test_scope.get('pending_for') -%}
         {#- A landing table, tested before the model that consumes it: the
             partitions of the files that model has not read yet (all of them
@@ -115,7 +194,6 @@
     {%- endif -%}
     {#- Every test of the relation reads the same partitions: found once per
         invocation, then given as literals so the scan is pruned when planned. -#}
-    {%- set key = written_partitions_key(relation) -%}
     {%- if not adapter.memo_has(key) -%}
         {%- do adapter.memo_set(key, run_query(partitions_sql).columns[0].values() | list) -%}
     {%- endif -%}
@@ -174,6 +252,21 @@
     wrote nothing (nothing_written), so its tests need no query to learn it. -#}
 {% macro written_partitions_key(relation) -%}
     {{ return('test_scope:' ~ (relation.schema ~ '.' ~ relation.identifier) | lower) }}
+{%- endmacro %}
+
+
+{#- Called by a materialization with the rows it is writing to `relation`
+    (a staged view or table): the partitions its tests will read, found from
+    those rows rather than by each tested relation's first test scanning the
+    table. Only for a meta test_scope whose run_column holds the run's start. -#}
+{% macro record_written_partitions(relation, rows) -%}
+    {%- set test_scope = (config.get('meta') or {}).get('test_scope') or {} -%}
+    {%- if test_scope.get('partition') and test_scope.get('run_column') and not test_scope.get('pending_for')
+            and test_scope.get('run_value', 'run') == 'run' -%}
+        {%- set partitions = run_query('select distinct cast(' ~ test_scope['partition'] ~ ' as string) from '
+            ~ rows ~ ' where ' ~ test_scope['run_column'] ~ ' = ' ~ run_ts()).columns[0].values() | list -%}
+        {%- do adapter.memo_set(written_partitions_key(relation), partitions) -%}
+    {%- endif -%}
 {%- endmacro %}
 
 

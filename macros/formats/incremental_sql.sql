@@ -15,6 +15,7 @@
             select 'nothing new' as status
         {%- else -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
+            {%- do record_written_partitions(target, source) -%}
             {%- if strategy == 'append' -%}
                 {{ get_insert_into_sql(source, target) }}
             {%- else -%}

@@ -27,6 +27,7 @@
     {{ run_hooks(pre_hooks) }}
     {%- if unchanged -%}
         {{ log(model.name ~ ': inputs unchanged since the last build, ' ~ target_relation ~ ' left as it is', info=true) }}
+        {%- do nothing_written(target_relation) -%}
         {%- call statement('main') -%}
             select 'inputs unchanged' as status
         {%- endcall -%}

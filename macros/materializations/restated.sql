@@ -31,11 +31,14 @@
     {%- set existing_relation = load_relation(this) -%}
     {%- set rebuild = existing_relation is none or should_full_refresh() -%}
     {%- set layout = restated_layout() -%}
+    {#- The table's version as this run found it: step 0's fingerprint and
+        the manifest's version before the write. -#}
+    {%- set before_version = none if existing_relation is none else current_version(target_relation) -%}
 
     {{ run_hooks(pre_hooks) }}
 
     {#- 0. skip -#}
-    {%- set fingerprint = none if rebuild or backfill_window() else restated_fingerprint() -%}
+    {%- set fingerprint = none if rebuild or backfill_window() else restated_fingerprint(own_version=before_version) -%}
     {%- if fingerprint is not none and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
         {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
         {%- do nothing_written(target_relation) -%}
@@ -77,13 +80,15 @@
                 {{ restated_merge_sql(target_relation, restated, layout['keys'], columns) }}
             {%- endif -%}
         {%- endcall -%}
+        {%- set after_version = current_version(target_relation) -%}
+        {%- do record_written_partitions(target_relation, restated) -%}
         {#- 6. manifest -#}
-        {%- do record_change_manifest(restated, target_relation, layout, columns) -%}
+        {%- do record_change_manifest(restated, target_relation, layout, columns, before_version, after_version) -%}
     {%- endif -%}
 
     {#- What this run evaluated, for the next run's step 0 (after the write,
         so a run that failed before it is evaluated again). -#}
-    {%- set evaluated = restated_fingerprint() -%}
+    {%- set evaluated = restated_fingerprint(own_version=after_version | default(none)) -%}
     {%- if evaluated is not none -%}
         {%- call statement('record_inputs_fingerprint') -%}
             alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ evaluated }}')
@@ -101,14 +106,15 @@
     but this model's, makes the next run evaluate it again) and the status
     epoch of as_of (the last instant before it at which some partition's
     status moves: python_jobs/core/status_clock.py), so a later as_of that
-    moves no status keeps the fingerprint. None where versions cannot be read. -#}
-{% macro restated_fingerprint() %}
+    moves no status keeps the fingerprint (own_version: that version, when
+    the caller has just read it). None where versions cannot be read. -#}
+{% macro restated_fingerprint(own_version=none) %}
     {%- set inputs = inputs_fingerprint(with_as_of=false) -%}
     {#- The table exists here (step 0 runs on an existing table, the record
         after the write), so its version is read without the relation cache,
         which learns of a table created in this run only once the model ends. -#}
     {%- set iceberg = (target.table_format | default('iceberg', true) | lower) == 'iceberg' -%}
-    {%- set own = current_version(this) if iceberg else none -%}
+    {%- set own = (own_version or current_version(this)) if iceberg else none -%}
     {%- if inputs is none or own is none -%}
         {{ return(none) }}
     {%- endif -%}

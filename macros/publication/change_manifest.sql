@@ -22,15 +22,12 @@
     to_json(named_struct({% for column in columns %}'{{ column }}', {{ alias }}.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %}))
 {%- endmacro %}
 
-{% macro record_change_manifest(restated, target, layout, columns) %}
+{% macro record_change_manifest(restated, target, layout, columns, before_version, after_version) %}
     {%- set keys, partition = layout['keys'], layout['partition'] -%}
     {%- set values = [] -%}
     {%- for column in columns if column not in keys and column not in publication_columns() -%}
         {%- do values.append(column) -%}
     {%- endfor -%}
-    {%- set versions = table_versions(target) -%}
-    {%- set after_version = versions[-1]['version'] if versions else none -%}
-    {%- set before_version = versions[-2]['version'] if versions | length > 1 else none -%}
     {%- set bronze_hwm = bronze_high_water_mark() -%}
     {%- set code_version = adapter.code_version() -%}
     {{ log(model.name ~ ': change manifest, table version ' ~ before_version ~ ' -> ' ~ after_version, info=true) }}

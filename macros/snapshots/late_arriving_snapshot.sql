@@ -238,6 +238,7 @@
     {%- set staged = stage_rows(source) -%}
     {%- set changes = run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
+        {%- do nothing_written(target) -%}
         {{ return("select 'nothing to record' as late_arriving_snapshot") }}
     {%- endif -%}
     {%- set merge -%}

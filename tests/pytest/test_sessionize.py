@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from dbt.adapters.latecomer.impl import LatecomerAdapter
@@ -442,9 +443,7 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     # silver_sessions is merge-on-read (meta.merge_on_read): after the first
     # build's table, the second build's merge and tombstone delete wrote
     # delete files and removed no data file.
-    snapshots = project.sql(
-        "select summary from {schema}_silver.silver_sessions.snapshots order by committed_at"
-    )
+    snapshots = project.sql("select summary from {schema}_silver.silver_sessions.snapshots order by committed_at")
     later = [row.summary for row in snapshots[1:]]
     assert later, "the second build must commit to silver_sessions"
     assert all(int(summary.get("deleted-data-files", 0)) == 0 for summary in later), later
@@ -457,6 +456,36 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     project.build(as_of=stages[-1][1], select="silver_sessions", session_gap_minutes=gap_minutes)
     assert project.sql(snapshots) == before
     assert collected(project.table("silver", "silver_sessions")) == expected
+
+    # A build's tests read the sessions it wrote (meta test_scope, run_value
+    # latest): a duplicated id among them fails, one among older sessions is
+    # left to `dbt test`, which reads the whole table.
+    def key_test_status(*args: str, **more_vars: Any) -> str:
+        result = project.dbt(
+            "test",
+            "--select",
+            "unique_silver_sessions_session_id",
+            *args,
+            vars={"as_of": stages[-1][1], "session_gap_minutes": gap_minutes, **more_vars},
+            expect_ok=False,
+        )
+        (status,) = [str(r.status) for r in result.result if r.node.name == "unique_silver_sessions_session_id"]  # type: ignore[union-attr]
+        return status
+
+    table = f"{project.schema}_silver.silver_sessions"
+    latest = max(stamps[1].values())
+    one = sorted(kept)[0]  # a session of the first build, older than the latest
+    second = timedelta(seconds=1)
+    for stamp, in_run_scope in ((latest + second, True), (first_build - second, False)):
+        project.sql(
+            f"insert into {table} select session_id, user_id, source_system, session_start_ts, session_end_ts,"
+            f" duration_seconds, event_count, has_order, revenue, timestamp'{stamp}' from {table}"
+            f" where session_id = '{one}'"
+        )
+        assert key_test_status(data_tests="run") == ("fail" if in_run_scope else "pass")
+        assert key_test_status() == "fail"
+        project.sql(f"delete from {table} where session_id = '{one}' and changed_run_at = timestamp'{stamp}'")
+    assert key_test_status(data_tests="run") == "pass"
 
 
 @pytest.mark.parametrize("method", [SparkConnectionMethod.THRIFT, SparkConnectionMethod.HTTP])
