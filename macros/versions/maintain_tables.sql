@@ -21,6 +21,9 @@
 {% macro maintain_tables(dry_run=false, models=none, now=none) %}
     {%- set dry_run = (dry_run | string | lower) in ('true', '1', 'yes') -%}
     {%- set models = [models] if models is string else models -%}
+    {%- if not dry_run -%}
+        {%- do acquire_run_lock('dbt run-operation maintain_tables') -%}
+    {%- endif -%}
     {%- set hours = version_retention_hours() -%}
     {%- set now_sql = checked_version_timestamp(now) if now is not none else 'current_timestamp()' -%}
     {%- set horizon_sql = now_sql ~ ' - make_dt_interval(0, ' ~ hours ~ ', 0, 0)' -%}
@@ -53,6 +56,7 @@
         {{ log(done.line, info=true) }}
     {%- endfor -%}
     {{ log(adapter.maintenance_summary(totals, dry_run, tables | length, cutoff), info=true) }}
+    {%- do release_run_lock() -%}
 {% endmacro %}
 
 {#- Sets retention_tblproperties() on an existing table where they differ.

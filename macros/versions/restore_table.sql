@@ -19,6 +19,7 @@
 {% macro restore_table(model=none, version=none, as_of_time=none, invocation_id=none, reason=none) %}
     {%- set request = adapter.restore_request(model, version, as_of_time, invocation_id, reason, restorable_models()) -%}
     {%- if request.error -%}{{ exceptions.raise_compiler_error(request.error) }}{%- endif -%}
+    {%- do acquire_run_lock('dbt run-operation restore_table') -%}
     {%- set relation = versioned_model_relation(model) -%}
     {%- set versions = table_versions(relation) -%}
     {%- if request.selector == 'version' -%}
@@ -35,6 +36,7 @@
     {%- set from_version = current_version(relation) -%}
     {%- if from_version == target_entry.version -%}
         {{ log('restore_table: ' ~ relation ~ ' is already at version ' ~ from_version ~ '; nothing restored, nothing recorded.', info=true) }}
+        {%- do release_run_lock() -%}
         {{ return(none) }}
     {%- endif -%}
     {%- do restore_relation(relation, target_entry.version) -%}
@@ -55,6 +57,7 @@
     {{ log('restore_table: ' ~ relation ~ ' restored from version ' ~ from_version ~ ' to version '
         ~ target_entry.version ~ ' (current from ' ~ target_entry.committed_at ~ ' UTC, ' ~ request.text
         ~ '); recorded in ' ~ restores ~ '. Re-run with: dbt build --select ' ~ model ~ '+', info=true) }}
+    {%- do release_run_lock() -%}
 {% endmacro %}
 
 {#- The models restore_table may restore: the restated gold models, whose next

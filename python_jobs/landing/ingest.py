@@ -40,6 +40,7 @@ from typing import TextIO
 from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 
+from python_jobs.core import run_lock
 from python_jobs.core.constants import CUSTOMER_TIERS, EVENT_TYPES, MONEY, MONEY_EVENT_TYPES
 from python_jobs.core.spark_config import get_spark
 
@@ -744,8 +745,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ingest: error: {exc}", file=sys.stderr)
         return 2
     settings = IngestSettings(schema=args.schema, table_format=args.table_format)
-    spark = get_spark(args.table_format)
-    results = ingest(spark, FEEDS[args.feed], source_system, paths, arrival_ts, settings)
+    try:
+        lock = run_lock.acquire(args.schema, f"ingest of {len(paths)} {args.feed} file(s) from {source_system}")
+    except run_lock.RunLockError as exc:
+        print(f"ingest: error: {exc}", file=sys.stderr)
+        return run_lock.BUSY_EXIT_CODE if isinstance(exc, run_lock.RunLockBusy) else 2
+    try:
+        spark = get_spark(args.table_format)
+        results = ingest(spark, FEEDS[args.feed], source_system, paths, arrival_ts, settings)
+    finally:
+        lock.release()
     landed = [r for r in results if not r.skipped]
     print(
         f"ingest: {len(landed)} file(s) landed, {len(results) - len(landed)} already landed; "

@@ -30,6 +30,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from python_jobs.core import run_lock
 from python_jobs.core.spark_config import get_spark
 
 RELEASABLE_REASONS = ("beyond_watermark",)
@@ -158,7 +159,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.reason.strip():
         print("steward: error: --reason must not be empty", file=sys.stderr)
         return 2
-    return decide(spark, args.schema, args.command, args.bronze_row_ids, args.reason, args.actor)
+    try:
+        lock = run_lock.acquire(args.schema, f"steward {args.command} of {len(args.bronze_row_ids)} row(s)")
+    except run_lock.RunLockError as exc:
+        print(f"steward: error: {exc}", file=sys.stderr)
+        return run_lock.BUSY_EXIT_CODE if isinstance(exc, run_lock.RunLockBusy) else 2
+    try:
+        return decide(spark, args.schema, args.command, args.bronze_row_ids, args.reason, args.actor)
+    finally:
+        lock.release()
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -14,6 +13,7 @@ from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.latecomer.connections import LatecomerConnectionManager
+from dbt.adapters.latecomer.locks import SCHEMA_CHANGING_SQL, statement_head, table_write_lock
 from dbt.adapters.latecomer.python_submissions import (
     SessionPythonJobHelper,
     ThriftPythonJobHelper,
@@ -24,38 +24,12 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import gate, status_clock, versions
+from python_jobs.core import gate, run_lock, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
-# Statements that may change a relation's columns (or the relation itself).
-SCHEMA_CHANGING_SQL = re.compile(r"^\s*(create|replace|alter|drop)\b", re.IGNORECASE)
-# Statements that commit rows to a table another thread may write too (the
-# change manifest, the gate's log): the table they name.
-ROW_WRITING_SQL = re.compile(
-    r"^\s*(?:insert\s+(?:into|overwrite)(?:\s+table)?|merge\s+into|delete\s+from|update)\s+([`\w.]+)",
-    re.IGNORECASE,
-)
-_table_locks: dict[str, threading.Lock] = {}
-_table_locks_guard = threading.Lock()
-
-
-def table_write_lock(sql: str) -> threading.Lock | contextlib.nullcontext:
-    """The process-wide lock of the table ``sql`` writes rows to, or a no-op.
-
-    On the embedded metastore Iceberg's Hive commit lock is off (it would wait
-    minutes for a lock nobody else holds), and the embedded Hive metastore has
-    no atomic swap of a table's metadata location: two threads appending to
-    one table at the same moment could both commit on the same base, and the
-    second commit would drop the first one's rows. Every dbt thread runs in
-    this process, so holding one lock per table while a statement writes it
-    serializes those commits.
-    """
-    match = ROW_WRITING_SQL.match(sql)
-    if not match:
-        return contextlib.nullcontext()
-    table = match.group(1).replace("`", "").lower()
-    with _table_locks_guard:
-        return _table_locks.setdefault(table, threading.Lock())
+# The deployment run locks this process holds: schema -> (invocation id, lock).
+_run_locks: dict[str, tuple[str, run_lock.RunLock]] = {}
+_run_locks_guard = threading.Lock()
 
 
 def _records(rows: Any) -> list[dict[str, Any]]:
@@ -81,7 +55,7 @@ def _version_dict(entry: versions.TableVersion | None) -> dict[str, str] | None:
     return None if entry is None else entry.as_dict()
 
 
-def _failed(error: ValueError) -> DbtRuntimeError:
+def _failed(error: Exception) -> DbtRuntimeError:
     return DbtRuntimeError(str(error))
 
 
@@ -153,7 +127,7 @@ class LatecomerAdapter(SparkAdapter):
         return list(columns)
 
     def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None) -> Any:
-        if SCHEMA_CHANGING_SQL.match(sql):
+        if SCHEMA_CHANGING_SQL.match(statement_head(sql)):
             self._forget_columns(sql)
         with table_write_lock(sql):
             return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
@@ -202,6 +176,43 @@ class LatecomerAdapter(SparkAdapter):
         if getattr(model, "language", None) == "python" and not self.runs_python:
             raise DbtRuntimeError(python_model_unsupported_message(model.name, self.config.credentials))
         return super().pre_model_hook(config)
+
+    @available
+    def acquire_run_lock(self, what: str) -> str:
+        """Take the deployment's run lock (python_jobs.core.run_lock) for this invocation.
+
+        Called by the first on-run-start hook and by the run-operations that
+        write; ``release_run_lock`` (the last on-run-end hook) frees it, and so
+        does the end of the process. A lock this process still holds for an
+        earlier invocation (one that failed before its on-run-end) is released
+        first; one this invocation holds already is kept.
+        """
+        schema = self.config.credentials.schema
+        invocation = get_invocation_id()
+        with _run_locks_guard:
+            held = _run_locks.pop(schema.lower(), None)
+            if held is not None and held[0] == invocation:
+                _run_locks[schema.lower()] = held
+                return ""
+            if held is not None:
+                held[1].release()
+            try:
+                lock = run_lock.acquire(schema, what)
+            except run_lock.RunLockError as error:
+                raise _failed(error) from None
+            _run_locks[schema.lower()] = (invocation, lock)
+        return ""
+
+    @available
+    def release_run_lock(self) -> str:
+        """Release the run lock this invocation took (a no-op when it holds none)."""
+        schema = self.config.credentials.schema.lower()
+        with _run_locks_guard:
+            held = _run_locks.get(schema)
+            if held is not None and held[0] == get_invocation_id():
+                del _run_locks[schema]
+                held[1].release()
+        return ""
 
     @available
     def code_version(self) -> str | None:

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
+from dbt.adapters.latecomer.locks import metastore_write_lock
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -110,10 +111,13 @@ class SessionPythonJobHelper(PythonJobHelper):
                 raise DbtRuntimeError(
                     f"Python model {name} returned {type(result).__name__}; return a pyspark.sql.DataFrame."
                 )
-            if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
-                self._write_staging(spark, result, relation)
-            else:
-                self._write_model_table(result, relation)
+            # The write computes the model too: on the embedded metastore it
+            # runs in turn with the SQL models' writes (locks.table_write_lock).
+            with metastore_write_lock():
+                if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
+                    self._write_staging(spark, result, relation)
+                else:
+                    self._write_model_table(result, relation)
         except DbtRuntimeError:
             raise
         except Exception as exc:  # the model's own error, shown as a dbt error
