@@ -2,7 +2,7 @@
 
 from pyspark.sql import functions as F
 
-from python_jobs.core.completeness import completeness_at, lateness_summary, order_arrivals, parse_as_of
+from python_jobs.core.completeness import completeness_at, lateness_summary, live_arrival_values, parse_as_of
 
 
 def model(dbt, session):
@@ -10,7 +10,7 @@ def model(dbt, session):
     as_of = parse_as_of(dbt.config.meta_get("as_of"))
     window_days = int(dbt.config.meta_get("completeness_window_days"))
     estimates = completeness_at(
-        order_arrivals(dbt.ref("silver_events")),
+        live_arrival_values(dbt.ref("silver_arrival_values")),
         as_of,
         horizon_hours=float(dbt.config.meta_get("completeness_horizon_hours")),
         window_days=window_days,

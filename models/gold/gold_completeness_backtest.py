@@ -2,14 +2,14 @@
 
 import json
 
-from python_jobs.core.completeness import backtest, order_arrivals, parse_as_of
+from python_jobs.core.completeness import backtest, live_arrival_values, parse_as_of
 
 
 def model(dbt, session):
     dbt.config(materialized="recomputed")
     horizons = dbt.config.meta_get("completeness_backtest_horizons_hours")
     return backtest(
-        order_arrivals(dbt.ref("silver_events")),
+        live_arrival_values(dbt.ref("silver_arrival_values")),
         parse_as_of(dbt.config.meta_get("as_of")),
         horizon_hours=float(dbt.config.meta_get("completeness_horizon_hours")),
         window_days=int(dbt.config.meta_get("completeness_window_days")),

@@ -121,6 +121,65 @@ def order_arrivals(silver_events: DataFrame) -> DataFrame:
     )
 
 
+ARRIVAL_KEY = ("source_system", "metric", "event_date", "first_arrival_ts")
+IGNORED_CHANGE = "duplicate"
+
+
+def touched_event_dates(silver_event_changes: DataFrame) -> list[date]:
+    """Event dates whose silver values a change row may move: its date and, for a
+    correction that moved an event, the date it left (a duplicate moves nothing)."""
+    counted = silver_event_changes.where(F.col("action") != IGNORED_CHANGE)
+    dates = counted.select(F.col("event_date").alias("d")).union(counted.select(F.col("previous_event_date")))
+    return sorted(row.d for row in dates.where(F.col("d").isNotNull()).distinct().collect())
+
+
+def update_arrival_values(
+    current: DataFrame | None, silver_events: DataFrame, silver_event_changes: DataFrame
+) -> DataFrame:
+    """Rows to merge into the arrival values table (:func:`order_arrivals` kept
+    incrementally) for the silver changes it has not seen.
+
+    ``current`` is the table, or ``None`` on a first or full-refresh run,
+    which aggregates all of silver. Its largest ``changed_run_at`` is the
+    high-water mark; the event dates that changes after it touch are
+    aggregated again from silver, and a row of those dates that no longer
+    occurs (its events deleted or moved to another date) comes back with
+    value 0 and ``is_gone``, so the table's other rows are always
+    :func:`order_arrivals` of silver.
+    Nothing pending gives no rows. Tombstones stay (a group that comes back
+    is merged over its own); :func:`live_arrival_values` leaves them out.
+    """
+    if current is None:
+        stamp = silver_events.agg(F.max("changed_run_at")).first()[0]
+        return order_arrivals(silver_events).select(
+            "*", F.lit(False).alias("is_gone"), F.lit(stamp).cast("timestamp").alias("changed_run_at")
+        )
+    high_water_mark = current.agg(F.max("changed_run_at")).first()[0]
+    pending = silver_event_changes
+    if high_water_mark is not None:
+        pending = pending.where(F.col("changed_run_at") > F.lit(high_water_mark))
+    stamp = pending.agg(F.max("changed_run_at")).first()[0]
+    if stamp is None:
+        return current.limit(0)
+    dates = touched_event_dates(pending)
+    recomputed = order_arrivals(silver_events.where(F.col("event_date").isin(dates)))
+    vanished = (
+        current.where(F.col("event_date").isin(dates) & ~F.col("is_gone"))
+        .join(recomputed.select(*ARRIVAL_KEY), on=list(ARRIVAL_KEY), how="left_anti")
+        .select(*ARRIVAL_KEY, F.lit(0).cast(VALUE).alias("value"), F.lit(True).alias("is_gone"))
+    )
+    return (
+        recomputed.withColumn("is_gone", F.lit(False))
+        .unionByName(vanished)
+        .withColumn("changed_run_at", F.lit(stamp).cast("timestamp"))
+    )
+
+
+def live_arrival_values(arrival_values: DataFrame) -> DataFrame:
+    """The arrival values table without its tombstones: :func:`order_arrivals` of silver."""
+    return arrival_values.where(~F.col("is_gone")).select(*ARRIVAL_KEY, "value")
+
+
 def arrived_by(arrivals: DataFrame, targets: DataFrame) -> DataFrame:
     """Per target: the value of its partition arrived by its ``as_of_ts``."""
     arrived_in_time = F.col("a.first_arrival_ts") <= F.col("t.as_of_ts")

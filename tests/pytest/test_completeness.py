@@ -21,7 +21,9 @@ from python_jobs.core.completeness import (
     completeness_at,
     estimate_completeness,
     lateness_summary,
+    live_arrival_values,
     order_arrivals,
+    update_arrival_values,
 )
 from tests.pytest.conftest import Project
 
@@ -129,6 +131,70 @@ def test_order_arrivals_count_live_orders_at_first_arrival(spark: SparkSession) 
         # the refund arrived later: 7.00 - 10.00
         ("net_revenue", later): -3,
     }
+
+
+ARRIVAL_VALUES_SCHEMA = ARRIVALS_SCHEMA + ", is_gone boolean, changed_run_at timestamp"
+CHANGES_SCHEMA = "action string, event_date date, previous_event_date date, changed_run_at timestamp"
+
+
+def test_arrival_values_kept_incrementally(spark: SparkSession) -> None:
+    """silver_arrival_values over four runs, merged on its key as dbt does: after each
+    run its live rows are the hand-computed aggregation of silver as it then is."""
+    a1, a2, a3 = ts("2024-01-01 10:00"), ts("2024-01-02 09:00"), ts("2024-01-05 08:00")
+    t1, t2, t3 = ts("2024-01-03 00:00"), ts("2024-01-06 00:00"), ts("2024-01-07 00:00")
+    d1, d2, d3, d4 = (date(2024, 1, day) for day in (1, 2, 3, 4))
+    table: dict[tuple, tuple] = {}
+
+    def run(silver_rows: list[tuple], change_rows: list[tuple], first: bool = False) -> int:
+        silver = spark.createDataFrame(silver_rows, SILVER_SCHEMA + ", changed_run_at timestamp")
+        changes = spark.createDataFrame(change_rows, CHANGES_SCHEMA)
+        current = None if first else spark.createDataFrame(list(table.values()), ARRIVAL_VALUES_SCHEMA)
+        rows = update_arrival_values(current, silver, changes).collect()
+        for row in rows:
+            table[(row.source_system, row.metric, row.event_date, row.first_arrival_ts)] = tuple(row)
+        return len(rows)
+
+    def live() -> dict[tuple, Decimal]:
+        frame = live_arrival_values(spark.createDataFrame(list(table.values()), ARRIVAL_VALUES_SCHEMA))
+        return {(r.metric, r.event_date, r.first_arrival_ts.astimezone(UTC)): r.value for r in frame.collect()}
+
+    def values(day: date, arrival: datetime, orders: int, gross: str, net: str) -> dict[tuple, Decimal]:
+        figures = {"orders": Decimal(orders), "gross_revenue": Decimal(gross), "net_revenue": Decimal(net)}
+        return {(metric, day, arrival): value for metric, value in figures.items()}
+
+    o1 = ["o1", "web", "order_placed", Decimal("10.00"), d1, False, a1, t1]
+    o2 = ["o2", "web", "order_placed", Decimal("5.00"), d1, False, a2, t1]
+    o3 = ("o3", "web", "order_placed", Decimal("7.00"), d2, False, a1, t1)
+    o4 = ("o4", "web", "order_placed", Decimal("4.00"), d4, False, a1, t1)
+    run([tuple(o1), tuple(o2), o3, o4], [("insert", day, None, t1) for day in (d1, d1, d2, d4)], first=True)
+    assert live() == {**values(d1, a1, 1, "10", "10"), **values(d1, a2, 1, "5", "5"), **values(d2, a1, 1, "7", "7"),
+                      **values(d4, a1, 1, "4", "4")}  # fmt: skip
+
+    # o2 deleted; o1 corrected onto d2 (it leaves d1); a late refund on d2; a
+    # duplicate on d3. d4 is not touched, and keeps its t1 stamp.
+    o1_moved = (*o1[:4], d2, False, a1, t2)
+    o2_deleted = (*o2[:5], True, a2, t2)
+    r1 = ("r1", "web", "refund", Decimal("3.00"), d2, False, a3, t2)
+    changes = [
+        ("delete", d1, d1, t2),
+        ("correction", d2, d1, t2),
+        ("insert", d2, None, t2),
+        ("duplicate", d3, None, t2),
+    ]
+    assert run([o1_moved, o2_deleted, o3, o4, r1], changes) == 12  # 6 recomputed on d2, 6 tombstones on d1
+    assert live() == {**values(d2, a1, 2, "17", "17"), **values(d2, a3, 0, "0", "-3"), **values(d4, a1, 1, "4", "4")}
+    gone = {(*key[:3], key[3].astimezone(UTC)): row[4] for key, row in table.items() if row[5]}
+    assert set(gone) == {("web", m, d1, a) for m in METRICS for a in (a1, a2)} and set(gone.values()) == {0}
+    assert {row[6].astimezone(UTC) for key, row in table.items() if key[2] == d4} == {t1}
+
+    # Nothing new: no rows to merge.
+    assert run([o1_moved, o2_deleted, o3, o4, r1], changes) == 0
+
+    # o2 restored: its group comes back over its tombstone.
+    o2_back = (*o2[:5], False, a2, t3)
+    run([o1_moved, o2_back, o3, o4, r1], [*changes, ("correction", d1, d1, t3)])
+    assert live() == {**values(d1, a2, 1, "5", "5"), **values(d2, a1, 2, "17", "17"),
+                      **values(d2, a3, 0, "0", "-3"), **values(d4, a1, 1, "4", "4")}  # fmt: skip
 
 
 def test_lateness_summary_over_the_trailing_window(spark: SparkSession) -> None:
