@@ -33,7 +33,14 @@ SCHEMA_WRITES = [
     "call spark_catalog.system.rollback_to_snapshot('demo.t', 1)",
     "insert into demo_audit.publication_gate_log select 1",
 ]
-READS = ["select * from demo_audit.gold_change_manifest", "-- insert into x\nselect 1", "show tables in demo"]
+READS = [
+    "select * from demo_audit.gold_change_manifest",
+    "-- insert into x\nselect 1",
+    "show tables in demo",
+    # stage_rows writes files, not a table: the models' compute runs side by side
+    "insert overwrite directory '/w/_staging/s/m__staged' using parquet select 1",
+    "INSERT OVERWRITE LOCAL DIRECTORY '/tmp/x' select 1",
+]
 
 
 def test_statement_head_skips_leading_comments():

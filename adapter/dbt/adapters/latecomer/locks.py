@@ -13,9 +13,12 @@ from typing import Any
 LEADING_COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 # Statements that may change a relation's columns (or the relation itself).
 SCHEMA_CHANGING_SQL = re.compile(r"^(create|replace|alter|drop)\b", re.IGNORECASE)
-# Statements that commit rows to a table, and the table they name.
+# Statements that commit rows to a table, and the table they name. Writing
+# files to a directory (stage_rows: `insert overwrite directory`) commits no
+# table and takes no lock.
 ROW_WRITING_SQL = re.compile(
-    r"^(?:insert\s+(?:into|overwrite)(?:\s+table)?|merge\s+into|delete\s+from|update)\s+([`\w.]+)",
+    r"^(?:insert\s+(?:into|overwrite)(?!\s+(?:local\s+)?directory\b)(?:\s+table)?|merge\s+into|delete\s+from|update)"
+    r"\s+([`\w.]+)",
     re.IGNORECASE,
 )
 # Other statements that commit to the metastore: table procedures
