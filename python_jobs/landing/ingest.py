@@ -131,6 +131,9 @@ class FileResult:
     skipped: bool = False
     # The earlier path of this call with the same bytes, if any.
     duplicate_of: str | None = None
+    # Its rows were in bronze without a log row (an earlier call stopped
+    # between its two commits): only the log row was written now.
+    recovered: bool = False
 
 
 def canonical_source(name: str) -> str:
@@ -556,6 +559,38 @@ def already_landed(spark: SparkSession, settings: IngestSettings, ids: Sequence[
     return {row.ingestion_id for row in rows}
 
 
+@dataclass(frozen=True)
+class InterruptedLanding:
+    """What bronze holds of a file whose landing stopped before its log row."""
+
+    rows: int
+    flagged: int
+    arrival_ts: datetime
+    ingested_at: datetime
+
+
+def interrupted_landings(spark: SparkSession, table: str, ids: Sequence[str]) -> dict[str, InterruptedLanding]:
+    """The ids among ``ids`` (none of them in the log) that have rows in bronze.
+
+    A landing commits its bronze rows, then its log row; a call stopped
+    between the two left rows the log does not name. Each ingest call writes
+    files of its own ids, so the ids' min/max statistics let the scan skip
+    almost every file.
+    """
+    quoted = ", ".join(f"'{iid}'" for iid in ids)
+    rows = spark.sql(
+        f"select ingestion_id, count(*) as row_count, count_if(parse_error is not null) as flagged, "
+        f"min(arrival_ts) as arrival_ts, min(ingested_at) as ingested_at "
+        f"from {table} where ingestion_id in ({quoted}) group by ingestion_id"
+    ).collect()
+    return {
+        row.ingestion_id: InterruptedLanding(
+            row.row_count, row.flagged, row.arrival_ts.astimezone(UTC), row.ingested_at.astimezone(UTC)
+        )
+        for row in rows
+    }
+
+
 def append_rows(frame: DataFrame, table: str, settings: IngestSettings) -> None:
     writer = frame.writeTo(table)
     if settings.table_format == "iceberg":
@@ -646,12 +681,28 @@ def ingest(
     landed_before = already_landed(spark, settings, list(first_of))
     for result in first_of.values():
         result.skipped = result.ingestion_id in landed_before
-    new = [(path.resolve(), r) for path, r in zip(paths, results, strict=True) if not r.skipped]
+    unlogged = [iid for iid in first_of if iid not in landed_before]
+    interrupted = interrupted_landings(spark, table, unlogged) if unlogged else {}
+    to_log: list[tuple[FileResult, datetime, datetime]] = []
+    for path, result in zip(paths, results, strict=True):
+        found = interrupted.get(result.ingestion_id)
+        if found is None or result.skipped:
+            continue
+        # Its rows are in bronze already: count the file's lines again and
+        # write the log row the stopped call did not, with that call's times.
+        count = count_lines(spark, [(path.resolve(), result.ingestion_id)]).get(result.ingestion_id)
+        result.lines_read, result.blank_lines = (count.lines, count.blank_lines) if count else (0, 0)
+        result.accepted, result.flagged = found.rows - found.flagged, found.flagged
+        result.recovered = True
+        to_log.append((result, found.arrival_ts, found.ingested_at))
+    new = [(path.resolve(), r) for path, r in zip(paths, results, strict=True) if not (r.skipped or r.recovered)]
     if new:
         landed = landings(
             spark, [r.ingestion_id for _, r in new], source_system, arrival_ts, ingested_at
         )
         land(spark, feed, new, landed, table, settings)
+        to_log += [(result, arrival_ts, ingested_at) for _, result in new]
+    if to_log:
         log_rows = [
             (
                 result.ingestion_id,
@@ -659,15 +710,15 @@ def ingest(
                 source_system,
                 result.path,
                 result.sha256,
-                arrival_ts,
-                arrival_ts.date(),
-                ingested_at,
+                landed_at,
+                landed_at.date(),
+                logged_at,
                 result.lines_read,
                 result.blank_lines,
                 result.accepted,
                 result.flagged,
             )
-            for _, result in new
+            for result, landed_at, logged_at in to_log
         ]
         log = spark.createDataFrame(log_rows, INGESTIONS_DDL)
         append_rows(log, f"{settings.database}.{INGESTIONS_TABLE}", settings)
@@ -687,6 +738,14 @@ def report(result: FileResult, table: str, out: TextIO) -> None:
     if result.skipped:
         print(
             f"{result.path}: already landed as ingestion {result.ingestion_id}; nothing to do",
+            file=out,
+        )
+        return
+    if result.recovered:
+        print(
+            f"{result.path}: its {result.accepted + result.flagged} rows were in {table} without a log row "
+            f"(an earlier ingest stopped between its two commits); log row written, nothing landed again "
+            f"(ingestion {result.ingestion_id})",
             file=out,
         )
         return

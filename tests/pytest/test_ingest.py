@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from python_jobs.landing import ingest
 from tests.pytest.conftest import Project
 
@@ -250,3 +252,50 @@ def test_state_folders_are_private(spark) -> None:
     state = Path(os.environ["LATECOMER_STATE_DIR"])
     for folder in (state, state / "warehouse"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again(
+    project: Project, write_ndjson, capsys, monkeypatch
+) -> None:
+    path = write_ndjson(
+        "half.ndjson",
+        [
+            {
+                "event_id": "a",
+                "event_type": "order_placed",
+                "user_id": "u",
+                "amount": "5.00",
+                "event_ts": "2024-01-15T20:00:00Z",
+            },
+            "{not json",
+            "",
+        ],
+    )
+    real_append = ingest.append_rows
+
+    def stop_before_the_log(frame, table, settings) -> None:
+        if table.endswith(ingest.INGESTIONS_TABLE):
+            raise KeyboardInterrupt("stopped between the bronze commit and the log commit")
+        real_append(frame, table, settings)
+
+    monkeypatch.setattr(ingest, "append_rows", stop_before_the_log)
+    with pytest.raises(KeyboardInterrupt):
+        project.ingest("web", path, arrival_ts="2024-01-16T00:00:00Z")
+    monkeypatch.setattr(ingest, "append_rows", real_append)
+    assert project.table("bronze", "bronze_events").count() == 2
+    assert project.table("bronze", "bronze_ingestions").count() == 0
+    capsys.readouterr()
+
+    # Run again, a day later: the rows stay as they are, the log row is
+    # written with the first call's arrival and counts.
+    assert project.ingest("web", path, arrival_ts="2024-01-17T00:00:00Z") == 0
+    assert "rows were in" in capsys.readouterr().out
+    assert project.table("bronze", "bronze_events").count() == 2
+    (log,) = project.table("bronze", "bronze_ingestions").collect()
+    assert (log.lines_read, log.blank_lines, log.rows_accepted, log.rows_flagged) == (3, 1, 1, 1)
+    assert log.arrival_date.isoformat() == "2024-01-16"
+    assert {r.ingestion_id for r in project.table("bronze", "bronze_events").collect()} == {log.ingestion_id}
+
+    assert project.ingest("web", path, arrival_ts="2024-01-18T00:00:00Z") == 0
+    assert "already landed" in capsys.readouterr().out
+    assert project.table("bronze", "bronze_ingestions").count() == 1
