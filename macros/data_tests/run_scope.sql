@@ -183,8 +183,8 @@
             {{ return(none) }}
         {%- endif -%}
         {%- set partitions_sql -%}
-            select distinct cast({{ partition }} as string) from {{ ingestion_log_relation() }}
-            where ingested_at > (select coalesce(max(ingested_at), timestamp'1900-01-01') from {{ consumer }})
+            select distinct {{ partition }}
+            from ({{ unread_ingestions_sql(ingestion_log_relation(), consumer, 'events') }}) as unread
         {%- endset -%}
     {%- else -%}
         {%- set partitions_sql -%}

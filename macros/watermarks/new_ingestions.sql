@@ -1,13 +1,16 @@
-{#- Files landed since this model last ran: reads the small ingestion log, so
-    the bronze scan is pruned to their arrival-date partitions and ingestion ids.
+{#- Files landed that this model has not read yet, found by identity: the
+    feed's rows of the small ingestion log whose ingestion id the model holds
+    no row of. No clock is compared, so a file whose log row committed late
+    (an ingest that started before the last build and finished after it, or
+    one completed by a later call after stopping between its two commits) is
+    still read, once. Files with no bronze rows (blank lines only) are left
+    out: the model could never hold a row of them. The bronze scan is pruned
+    to their arrival-date partitions and ingestion ids.
     Returns {'ids': [...], 'arrival_dates': [...], 'predicate': sql}. -#}
-{% macro new_ingestions(ingestions_relation, feed, hwm_column='ingested_at') %}
+{% macro new_ingestions(ingestions_relation, feed) %}
     {%- set result = {'ids': [], 'arrival_dates': [], 'predicate': 'true'} -%}
     {%- if execute and is_incremental() -%}
-        {%- set hwm = high_water_mark(hwm_column) -%}
-        {%- set rows = run_query(
-            "select ingestion_id, cast(arrival_date as string) as arrival_date from " ~ ingestions_relation
-            ~ " where feed = '" ~ feed ~ "' and ingested_at > " ~ hwm) -%}
+        {%- set rows = run_query(unread_ingestions_sql(ingestions_relation, this, feed)) -%}
         {%- for row in rows -%}
             {%- do result['ids'].append(row['ingestion_id']) -%}
             {%- if row['arrival_date'] not in result['arrival_dates'] -%}
@@ -21,3 +24,14 @@
     {%- endif -%}
     {{ return(result) }}
 {% endmacro %}
+
+{#- SQL: ingestion_id and arrival_date (as a string) of the `feed` files in
+    the log that `consumer` (a table with ingestion_id and arrival_date) holds
+    no row of. The consumer is read for its two key columns only. -#}
+{% macro unread_ingestions_sql(ingestions_relation, consumer, feed) -%}
+    select log.ingestion_id, cast(log.arrival_date as string) as arrival_date
+    from {{ ingestions_relation }} as log
+    left anti join (select distinct arrival_date, ingestion_id from {{ consumer }}) as consumed
+        on log.arrival_date = consumed.arrival_date and log.ingestion_id = consumed.ingestion_id
+    where log.feed = {{ sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
+{%- endmacro %}

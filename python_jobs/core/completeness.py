@@ -122,14 +122,14 @@ def order_arrivals(silver_events: DataFrame) -> DataFrame:
 
 
 ARRIVAL_KEY = ("source_system", "metric", "event_date", "first_arrival_ts")
-IGNORED_CHANGE = "duplicate"
 
 
 def touched_event_dates(silver_event_changes: DataFrame) -> list[date]:
     """Event dates whose silver values a change row may move: its date and, for a
-    correction that moved an event, the date it left (a duplicate moves nothing)."""
-    counted = silver_event_changes.where(F.col("action") != IGNORED_CHANGE)
-    dates = counted.select(F.col("event_date").alias("d")).union(counted.select(F.col("previous_event_date")))
+    correction that moved an event, the date it left. A duplicate counts too: it
+    can move its event's first arrival earlier."""
+    changes = silver_event_changes
+    dates = changes.select(F.col("event_date").alias("d")).union(changes.select(F.col("previous_event_date")))
     return sorted(row.d for row in dates.where(F.col("d").isNotNull()).distinct().collect())
 
 
@@ -148,18 +148,20 @@ def update_arrival_values(
     :func:`order_arrivals` of silver.
     Nothing pending gives no rows. Tombstones stay (a group that comes back
     is merged over its own); :func:`live_arrival_values` leaves them out.
+    The mark and the new stamp stay Spark timestamps (never Python datetimes,
+    whose round trip depends on the process's time zone).
     """
     if current is None:
-        stamp = silver_events.agg(F.max("changed_run_at")).first()[0]
-        return order_arrivals(silver_events).select(
-            "*", F.lit(False).alias("is_gone"), F.lit(stamp).cast("timestamp").alias("changed_run_at")
-        )
-    high_water_mark = current.agg(F.max("changed_run_at")).first()[0]
-    pending = silver_event_changes
-    if high_water_mark is not None:
-        pending = pending.where(F.col("changed_run_at") > F.lit(high_water_mark))
-    stamp = pending.agg(F.max("changed_run_at")).first()[0]
-    if stamp is None:
+        stamp = silver_events.agg(F.max("changed_run_at").alias("changed_run_at"))
+        return order_arrivals(silver_events).select("*", F.lit(False).alias("is_gone")).crossJoin(stamp)
+    mark = current.agg(F.max("changed_run_at").alias("_mark"))
+    pending = (
+        silver_event_changes.crossJoin(mark)
+        .where(F.col("_mark").isNull() | (F.col("changed_run_at") > F.col("_mark")))
+        .drop("_mark")
+    )
+    stamp = pending.agg(F.max("changed_run_at").alias("changed_run_at")).cache()
+    if stamp.first()[0] is None:
         return current.limit(0)
     dates = touched_event_dates(pending)
     recomputed = order_arrivals(silver_events.where(F.col("event_date").isin(dates)))
@@ -168,11 +170,7 @@ def update_arrival_values(
         .join(recomputed.select(*ARRIVAL_KEY), on=list(ARRIVAL_KEY), how="left_anti")
         .select(*ARRIVAL_KEY, F.lit(0).cast(VALUE).alias("value"), F.lit(True).alias("is_gone"))
     )
-    return (
-        recomputed.withColumn("is_gone", F.lit(False))
-        .unionByName(vanished)
-        .withColumn("changed_run_at", F.lit(stamp).cast("timestamp"))
-    )
+    return recomputed.withColumn("is_gone", F.lit(False)).unionByName(vanished).crossJoin(F.broadcast(stamp))
 
 
 def live_arrival_values(arrival_values: DataFrame) -> DataFrame:

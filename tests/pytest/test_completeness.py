@@ -196,6 +196,14 @@ def test_arrival_values_kept_incrementally(spark: SparkSession) -> None:
     assert live() == {**values(d1, a2, 1, "5", "5"), **values(d2, a1, 2, "17", "17"),
                       **values(d2, a3, 0, "0", "-3"), **values(d4, a1, 1, "4", "4")}  # fmt: skip
 
+    # A copy of o4 that had arrived earlier (a0) lands: a duplicate, yet o4's
+    # first arrival, and so the arrival its value counts at on d4, moves.
+    a0, t4 = ts("2023-12-31 23:00"), ts("2024-01-08 00:00")
+    o4_earlier = (*o4[:6], a0, t4)
+    run([o1_moved, o2_back, o3, o4_earlier, r1], [*changes, ("duplicate", d4, None, t4)])
+    assert live() == {**values(d1, a2, 1, "5", "5"), **values(d2, a1, 2, "17", "17"),
+                      **values(d2, a3, 0, "0", "-3"), **values(d4, a0, 1, "4", "4")}  # fmt: skip
+
 
 def test_lateness_summary_over_the_trailing_window(spark: SparkSession) -> None:
     as_of = ts("2024-01-10 00:00")

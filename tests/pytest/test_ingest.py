@@ -271,6 +271,14 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
             "",
         ],
     )
+    # A file landed and built before: the arrival ledger exists, so the
+    # builds below are incremental.
+    first = write_ndjson(
+        "first.ndjson",
+        [{"event_id": "f", "event_type": "page_view", "user_id": "u", "event_ts": "2024-01-14T20:00:00Z"}],
+    )
+    assert project.ingest("web", first, arrival_ts="2024-01-15T00:00:00Z") == 0
+    project.dbt("build", "--select", "+silver_event_arrivals")
     real_append = ingest.append_rows
 
     def stop_before_the_log(frame, table, settings) -> None:
@@ -282,20 +290,36 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
     with pytest.raises(KeyboardInterrupt):
         project.ingest("web", path, arrival_ts="2024-01-16T00:00:00Z")
     monkeypatch.setattr(ingest, "append_rows", real_append)
-    assert project.table("bronze", "bronze_events").count() == 2
-    assert project.table("bronze", "bronze_ingestions").count() == 0
+    assert project.table("bronze", "bronze_events").count() == 3
+    assert project.table("bronze", "bronze_ingestions").count() == 1
+    # Another file lands (ingested after the stopped call) and is built.
+    other = write_ndjson(
+        "other.ndjson",
+        [{"event_id": "b", "event_type": "page_view", "user_id": "u", "event_ts": "2024-01-16T20:00:00Z"}],
+    )
+    assert project.ingest("web", other, arrival_ts="2024-01-17T00:00:00Z") == 0
+    project.dbt("build", "--select", "+silver_event_arrivals")
+    assert project.table("silver", "silver_event_arrivals").count() == 2
     capsys.readouterr()
 
     # Run again, a day later: the rows stay as they are, the log row is
     # written with the first call's arrival and counts.
     assert project.ingest("web", path, arrival_ts="2024-01-17T00:00:00Z") == 0
     assert "rows were in" in capsys.readouterr().out
-    assert project.table("bronze", "bronze_events").count() == 2
-    (log,) = project.table("bronze", "bronze_ingestions").collect()
+    assert project.table("bronze", "bronze_events").count() == 4
+    (log,) = project.table("bronze", "bronze_ingestions").where("source_file like '%half.ndjson'").collect()
     assert (log.lines_read, log.blank_lines, log.rows_accepted, log.rows_flagged) == (3, 1, 1, 1)
     assert log.arrival_date.isoformat() == "2024-01-16"
-    assert {r.ingestion_id for r in project.table("bronze", "bronze_events").collect()} == {log.ingestion_id}
+    half_rows = project.table("bronze", "bronze_events").where(f"ingestion_id = '{log.ingestion_id}'")
+    assert half_rows.count() == 2
+    # Its log row carries the stopped call's ingest time, earlier than the
+    # file already built; the next build still reads it (by id), once.
+    project.dbt("build", "--select", "+silver_event_arrivals")
+    ledger = project.table("silver", "silver_event_arrivals")
+    assert sorted(r.ingestion_id == log.ingestion_id for r in ledger.collect()) == [False, False, True, True]
+    project.dbt("build", "--select", "+silver_event_arrivals")
+    assert project.table("silver", "silver_event_arrivals").count() == 4
 
     assert project.ingest("web", path, arrival_ts="2024-01-18T00:00:00Z") == 0
     assert "already landed" in capsys.readouterr().out
-    assert project.table("bronze", "bronze_ingestions").count() == 1
+    assert project.table("bronze", "bronze_ingestions").count() == 3

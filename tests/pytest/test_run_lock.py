@@ -157,3 +157,11 @@ def test_lock_path_is_under_the_state_dir() -> None:
     assert run_lock.lock_path("t_lock_where") == Path(os.environ["LATECOMER_STATE_DIR"]).resolve() / "locks" / (
         "t_lock_where.lock"
     )
+
+
+def test_an_invocation_that_ends_holding_the_lock_releases_it(project: Project) -> None:
+    """A run-operation that takes the lock and never releases it (as a failing
+    on-run-end hook or macro would leave it): the invocation's end frees it, in
+    this process that goes on running dbt."""
+    project.dbt("run-operation", "acquire_run_lock", "--args", "{what: 'left held'}")
+    run_lock.acquire(project.schema, "after the run-operation", wait=0).release()

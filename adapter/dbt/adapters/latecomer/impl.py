@@ -214,6 +214,16 @@ class LatecomerAdapter(SparkAdapter):
                 held[1].release()
         return ""
 
+    def cleanup_connections(self) -> None:
+        """dbt's last call of an invocation (after on-run-end, and after a
+        run-operation, even one that raised): the run lock is released here
+        too, so a failing hook or macro never leaves it held in a process that
+        goes on to run other invocations."""
+        try:
+            self.release_run_lock()
+        finally:
+            super().cleanup_connections()
+
     @available
     def code_version(self) -> str | None:
         """The project's git commit (with ``-dirty`` for uncommitted changes), or None outside git."""
