@@ -172,6 +172,17 @@ def acquire(
     return RunLock(schema, what, handle)
 
 
+def acquire_for_tool(tool: str, schema: str, what: str) -> RunLock | int:
+    """:func:`acquire` for a command-line tool: the lock, or, when it cannot be
+    had, the exit code to return (:data:`BUSY_EXIT_CODE` when another process
+    holds it, 2 for a bad schema or setting) after saying why on stderr."""
+    try:
+        return acquire(schema, what)
+    except RunLockError as exc:
+        print(f"{tool}: error: {exc}", file=sys.stderr)
+        return BUSY_EXIT_CODE if isinstance(exc, RunLockBusy) else 2
+
+
 @contextmanager
 def held(schema: str, what: str, wait: float | None = None) -> Iterator[RunLock]:
     """:func:`acquire` for the length of a ``with`` block."""

@@ -804,11 +804,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ingest: error: {exc}", file=sys.stderr)
         return 2
     settings = IngestSettings(schema=args.schema, table_format=args.table_format)
-    try:
-        lock = run_lock.acquire(args.schema, f"ingest of {len(paths)} {args.feed} file(s) from {source_system}")
-    except run_lock.RunLockError as exc:
-        print(f"ingest: error: {exc}", file=sys.stderr)
-        return run_lock.BUSY_EXIT_CODE if isinstance(exc, run_lock.RunLockBusy) else 2
+    lock = run_lock.acquire_for_tool(
+        "ingest", args.schema, f"ingest of {len(paths)} {args.feed} file(s) from {source_system}"
+    )
+    if isinstance(lock, int):
+        return lock
     try:
         spark = get_spark(args.table_format)
         results = ingest(spark, FEEDS[args.feed], source_system, paths, arrival_ts, settings)

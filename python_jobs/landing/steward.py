@@ -159,11 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.reason.strip():
         print("steward: error: --reason must not be empty", file=sys.stderr)
         return 2
-    try:
-        lock = run_lock.acquire(args.schema, f"steward {args.command} of {len(args.bronze_row_ids)} row(s)")
-    except run_lock.RunLockError as exc:
-        print(f"steward: error: {exc}", file=sys.stderr)
-        return run_lock.BUSY_EXIT_CODE if isinstance(exc, run_lock.RunLockBusy) else 2
+    lock = run_lock.acquire_for_tool(
+        "steward", args.schema, f"steward {args.command} of {len(args.bronze_row_ids)} row(s)"
+    )
+    if isinstance(lock, int):
+        return lock
     try:
         return decide(spark, args.schema, args.command, args.bronze_row_ids, args.reason, args.actor)
     finally:
