@@ -79,16 +79,18 @@ bench-sweep: install
 steward: install
 	$(BIN)/python -m python_jobs.landing.steward list
 
+## The values of maintain, restore and gold-versions reach python_jobs/operations/run_operation.py as
+##   environment variables, taken as written ($(value ...): no make expansion), never as shell text.
+##   Unexported under their own names: make would expand them (and any $(shell ...) in them) to export them.
+unexport MODEL VERSION AS_OF_TIME INVOCATION_ID REASON EVENT_DATE DRY_RUN
+
 ## maintain: snapshot expiry, compaction, orphan cleanup within the retention horizon (DRY_RUN=true to report only)
+maintain: export LATECOMER_MAINTAIN_DRY_RUN = $(value DRY_RUN)
 maintain: install
-	$(DBT) run-operation maintain_tables $(DBT_FLAGS) --args '{dry_run: $(or $(DRY_RUN),false)}'
+	$(BIN)/python -m python_jobs.operations.run_operation maintain_tables
 
 ## restore: one restated gold table back to an earlier version for a re-run:
 ##   make restore MODEL=gold_daily_revenue VERSION=<id> (or AS_OF_TIME=<ISO-8601> or INVOCATION_ID=<id>) REASON="..."
-##   The values reach python_jobs/operations/restore.py as environment variables, taken as
-##   written ($(value ...): no make expansion), never as shell text. Unexported under their own
-##   names: make would expand them (and any $(shell ...) in them) to export them.
-unexport MODEL VERSION AS_OF_TIME INVOCATION_ID REASON
 restore: export LATECOMER_RESTORE_MODEL = $(value MODEL)
 restore: export LATECOMER_RESTORE_VERSION = $(value VERSION)
 restore: export LATECOMER_RESTORE_AS_OF_TIME = $(value AS_OF_TIME)
@@ -98,8 +100,10 @@ restore: install
 	$(BIN)/python -m python_jobs.operations.restore
 
 ## gold-versions: every version of a partition with deltas: make gold-versions EVENT_DATE=2024-01-03 [MODEL=...]
+gold-versions: export LATECOMER_GOLD_VERSIONS_MODEL = $(value MODEL)
+gold-versions: export LATECOMER_GOLD_VERSIONS_EVENT_DATE = $(value EVENT_DATE)
 gold-versions: install
-	$(DBT) run-operation gold_versions $(DBT_FLAGS) --args '{model: "$(or $(MODEL),gold_daily_revenue)", event_date: "$(EVENT_DATE)"}'
+	$(BIN)/python -m python_jobs.operations.run_operation gold_versions
 
 clean:
 	rm -rf target .latecomer logs

@@ -23,7 +23,7 @@ from dbt.clients.yaml_helper import load_yaml_text
 
 from python_jobs.core import spark_config, versions
 from python_jobs.landing import ingest, steward
-from python_jobs.operations import restore, thrift_server
+from python_jobs.operations import restore, run_operation, thrift_server
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLD = ["gold_daily_revenue", "gold_hourly_revenue"]
@@ -175,7 +175,7 @@ def test_steward_table_holds_no_control_character() -> None:
     assert "\\x1b[31m{" in text and max(len(line) for line in text.splitlines()) < 200
 
 
-# ------------------------------------------------------------ make restore
+# ------------------------------------------- make restore, gold-versions, maintain
 
 
 HOSTILE_REASON = "x'; touch {sentinel}; echo '\" $(shell touch {sentinel}) `touch {sentinel}` $$HOME \\ \u00e9"
@@ -197,14 +197,34 @@ def fake_bin(tmp_path: Path) -> Path:
     return folder
 
 
-def test_make_restore_passes_values_without_shell(tmp_path: Path, fake_bin: Path) -> None:
+MAKE_OPERATIONS = {
+    "restore": (
+        ["-m", "python_jobs.operations.restore"],
+        "restore_table",
+        {"MODEL": "gold_daily_revenue", "VERSION": "12'3", "REASON": HOSTILE_REASON},
+    ),
+    "gold-versions": (
+        ["-m", "python_jobs.operations.run_operation", "gold_versions"],
+        "gold_versions",
+        {"EVENT_DATE": "2024-01-03'}; " + HOSTILE_REASON},
+    ),
+    "maintain": (
+        ["-m", "python_jobs.operations.run_operation", "maintain_tables"],
+        "maintain_tables",
+        {"DRY_RUN": "true}' " + HOSTILE_REASON},
+    ),
+}
+
+
+@pytest.mark.parametrize("target", sorted(MAKE_OPERATIONS))
+def test_make_operations_pass_values_without_shell(target: str, tmp_path: Path, fake_bin: Path) -> None:
+    argv, macro, given = MAKE_OPERATIONS[target]
     sentinel = tmp_path / "injected"
-    reason = HOSTILE_REASON.format(sentinel=sentinel)
+    variables = {name: value.replace("{sentinel}", str(sentinel)) for name, value in given.items()}
     stamp = tmp_path / "stamp"
     stamp.touch()
-    variables = {"MODEL": "gold_daily_revenue", "VERSION": "12'3", "REASON": reason}
     result = subprocess.run(
-        ["make", "-s", "restore", f"BIN={fake_bin}", f"STAMP={stamp}", *(f"{k}={v}" for k, v in variables.items())],
+        ["make", "-s", target, f"BIN={fake_bin}", f"STAMP={stamp}", *(f"{k}={v}" for k, v in variables.items())],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -214,13 +234,18 @@ def test_make_restore_passes_values_without_shell(tmp_path: Path, fake_bin: Path
     assert not sentinel.exists(), "a value ran as shell or make text"
     assert result.returncode == 0, result.stderr
     call = json.loads((tmp_path / "python.json").read_text())
-    assert call["argv"] == ["-m", "python_jobs.operations.restore"]
-    assert {name: call["env"].get(env) for name, env in restore.ENV.items()} == {
-        "model": "gold_daily_revenue",
-        "version": "12'3",
-        "as_of_time": "",
-        "invocation_id": "",
-        "reason": reason,
+    assert call["argv"] == argv
+    # Each make variable reached its environment variable as written; the
+    # ones not given are empty (the macro's defaults apply).
+    env = run_operation.OPERATIONS[macro]
+    expected = {
+        "restore": {"model": "MODEL", "version": "VERSION", "as_of_time": "AS_OF_TIME",
+                    "invocation_id": "INVOCATION_ID", "reason": "REASON"},
+        "gold-versions": {"model": "MODEL", "event_date": "EVENT_DATE"},
+        "maintain": {"dry_run": "DRY_RUN"},
+    }[target]  # fmt: skip
+    assert {name: call["env"].get(variable) for name, variable in env.items()} == {
+        name: variables.get(make_name, "") for name, make_name in expected.items()
     }
 
 
@@ -234,7 +259,7 @@ def test_restore_hands_values_to_dbt_as_quoted_yaml(monkeypatch: pytest.MonkeyPa
         calls.append(args)
         return Result()
 
-    monkeypatch.setattr(restore.DbtRunner, "invoke", invoke)
+    monkeypatch.setattr(run_operation.DbtRunner, "invoke", invoke)
     reason = "it's \"odd\": {a: b}, [x] # not a comment \\ $(id) `id` \n\t\x85\x9f \u00e9 \U0001f600"
     monkeypatch.setenv(restore.ENV["reason"], reason)
     monkeypatch.setenv(restore.ENV["model"], "gold_daily_revenue")
@@ -250,8 +275,27 @@ def test_restore_hands_values_to_dbt_as_quoted_yaml(monkeypatch: pytest.MonkeyPa
     }
 
 
+def test_run_operation_hands_gold_versions_and_maintain_their_values(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    calls: list[tuple[str, ...]] = []
+
+    class Result:
+        success = True
+
+    monkeypatch.setattr(run_operation.DbtRunner, "invoke", lambda self, *args, **kwargs: calls.append(args) or Result())
+    monkeypatch.setenv("LATECOMER_GOLD_VERSIONS_EVENT_DATE", "2024-01-03'}); drop table x; --")
+    monkeypatch.setenv("LATECOMER_GOLD_VERSIONS_MODEL", "")
+    monkeypatch.setenv("LATECOMER_MAINTAIN_DRY_RUN", "")
+    assert run_operation.main(["gold_versions"]) == 0
+    assert run_operation.main(["maintain_tables", "--dry-run", "true"]) == 0
+    (_, gold, _, gold_args), (_, maintain, _, maintain_args) = calls
+    assert (gold, load_yaml_text(gold_args)) == ("gold_versions", {"event_date": "2024-01-03'}); drop table x; --"})
+    assert (maintain, load_yaml_text(maintain_args)) == ("maintain_tables", {"dry_run": "true"})
+    assert run_operation.main(["drop_everything"]) == 2
+    assert "usage:" in capsys.readouterr().err and len(calls) == 2
+
+
 def test_restore_refuses_text_that_is_not_utf8(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    monkeypatch.setattr(restore.DbtRunner, "invoke", lambda *a, **k: pytest.fail("dbt must not run"))
+    monkeypatch.setattr(run_operation.DbtRunner, "invoke", lambda *a, **k: pytest.fail("dbt must not run"))
     assert restore.main(["--model", "gold_daily_revenue", "--version", "1", "--reason", "bad \udcff byte"]) == 2
     assert "reason" in capsys.readouterr().err
 
