@@ -65,15 +65,13 @@ incremental_candidates as (
     select * from released_arrivals
 ),
 
-{# A correction may name a superseded correction; follow such links to the
-    original event (three hops cover correction-of-a-correction chains). -#}
+{# A correction may name a superseded correction; follow such links, to
+    any depth, to the original event. -#}
 correction_links as (
     {{ correction_links(ref('silver_correction_links'), links_index=true) }}
 ),
 
-incremental_resolved as (
-    {{ resolve_corrections('incremental_candidates', 'correction_links') }}
-),
+{{ resolve_corrections_ctes('incremental_candidates', 'correction_links', 'incremental_resolved') }},
 
 {% if window %}
 bronze_events as (
@@ -100,9 +98,7 @@ eligible_links as (
     {{ correction_links('eligible') }}
 ),
 
-rederived_resolved as (
-    {{ resolve_corrections('eligible', 'eligible_links') }}
-),
+{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved') }},
 
 window_keys as (
     select

@@ -106,8 +106,10 @@ def expected_state(arrivals: list[Arrival], backfill_window: tuple[date, date] |
     for a, r, key, ts in accepted:
         kind = 3 if r.get("is_deleted") else 2 if r.get("is_correction") else 1
         target = r.get("corrects_event_id") or key if kind > 1 else key
-        for _ in range(3):
-            target = links.get((a.source, target), target)
+        seen = {target}
+        while (a.source, target) in links and links[(a.source, target)] not in seen:
+            target = links[(a.source, target)]
+            seen.add(target)
         rank = (kind, a.arrival, a.file_key, a.line)
         slot = (target, a.source)
         if slot not in current or rank > current[slot]["rank"]:
