@@ -182,10 +182,9 @@
         {%- if consumer is none -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- set partitions_sql -%}
-            select distinct {{ partition }}
-            from ({{ unread_ingestions_sql(ingestion_log_relation(), consumer, 'events') }}) as unread
-        {%- endset -%}
+        {%- set values = unread_ingestions(ingestion_log_relation(), consumer, 'events')
+            | map(attribute='arrival_date') | unique | list -%}
+        {%- do adapter.memo_set(key, values) -%}
     {%- else -%}
         {%- set partitions_sql -%}
             select distinct cast({{ partition }} as string) from {{ relation }}

@@ -1,8 +1,9 @@
 {#- Correction chains. A correction may name a superseded correction rather
     than the original event; correction_links maps each correcting event id to
-    the id it corrects, and resolve_corrections_ctes follows such links, to any
-    depth up to 64 links, to the original event's id, added to
-    every candidate row as resolved_event_id. `arrivals` is ledger-shaped, or
+    the id it corrects, and correction_chain_end_ctes follows such links, to
+    any depth up to 64 links, to the original event's id (the model
+    silver_correction_chains keeps them; resolved_through_chains adds them to
+    candidate rows as resolved_event_id). `arrivals` is ledger-shaped, or
     with links_index the silver_correction_links index. -#}
 {% macro correction_links(arrivals, links_index=false) -%}
     select
@@ -56,17 +57,25 @@
 {%- endmacro %}
 
 {#- CTEs ending in `name`: the rows of `candidates` with resolved_event_id,
-    their target_event_id followed through `links` to the chain's end. -#}
+    their target_event_id followed through `links` to the chain's end (the
+    backfill path, over links read again from bronze). -#}
 {% macro resolve_corrections_ctes(candidates, links, name) -%}
 {{ correction_chain_end_ctes(links, name) }},
 
 {{ name }} as (
+    {{ resolved_through_chains(candidates, name ~ '_ends', 'next_event_id') }}
+)
+{%- endmacro %}
+
+{#- SQL: the rows of `candidates` with resolved_event_id, their
+    target_event_id replaced by the end of its chain where `ends` (source_system,
+    alias_event_id and the chain's end in column `end_column`) has one. -#}
+{% macro resolved_through_chains(candidates, ends, end_column) -%}
     select
         {{ candidates }}.*,
-        coalesce(chain_end.next_event_id, {{ candidates }}.target_event_id) as resolved_event_id
+        coalesce(chain_end.{{ end_column }}, {{ candidates }}.target_event_id) as resolved_event_id
     from {{ candidates }}
-    left join {{ name }}_ends as chain_end
+    left join {{ ends }} as chain_end
         on {{ candidates }}.source_system = chain_end.source_system
         and {{ candidates }}.target_event_id = chain_end.alias_event_id
-)
 {%- endmacro %}

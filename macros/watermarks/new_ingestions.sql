@@ -10,7 +10,7 @@
 {% macro new_ingestions(ingestions_relation, feed) %}
     {%- set result = {'ids': [], 'arrival_dates': [], 'predicate': 'true'} -%}
     {%- if execute and is_incremental() -%}
-        {%- set rows = run_query(unread_ingestions_sql(ingestions_relation, this, feed)) -%}
+        {%- set rows = unread_ingestions(ingestions_relation, this, feed) -%}
         {%- for row in rows -%}
             {%- do result['ids'].append(row['ingestion_id']) -%}
             {%- if row['arrival_date'] not in result['arrival_dates'] -%}
@@ -23,6 +23,24 @@
             ~ result['arrival_dates'] | length ~ ' arrival-date partition(s)', info=true) }}
     {%- endif -%}
     {{ return(result) }}
+{% endmacro %}
+
+{#- The `feed` files of the log that `consumer` holds no row of, as a list of
+    {ingestion_id, arrival_date}: read once per invocation and shared by the
+    consumer and the data tests that run before it (run_scope_predicate's
+    pending_for), so the consumer's key columns are scanned once per build.
+    The run lock keeps ingests out while a build runs, so the log cannot gain
+    a file between the tests and the consumer. -#}
+{% macro unread_ingestions(ingestions_relation, consumer, feed) %}
+    {%- set key = ('unread_ingestions:' ~ consumer.schema ~ '.' ~ consumer.identifier ~ ':' ~ feed) | lower -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- set rows = [] -%}
+        {%- for row in run_query(unread_ingestions_sql(ingestions_relation, consumer, feed)) -%}
+            {%- do rows.append({'ingestion_id': row['ingestion_id'], 'arrival_date': row['arrival_date']}) -%}
+        {%- endfor -%}
+        {%- do adapter.memo_set(key, rows) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
 {% endmacro %}
 
 {#- SQL: ingestion_id and arrival_date (as a string) of the `feed` files in

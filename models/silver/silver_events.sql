@@ -65,13 +65,15 @@ incremental_candidates as (
     select * from released_arrivals
 ),
 
-{# A correction may name a superseded correction; follow such links, to
-    any depth, to the original event. -#}
-correction_links as (
-    {{ correction_links(ref('silver_correction_links'), links_index=true) }}
+{# A correction may name a superseded correction: silver_correction_chains
+    holds where each such chain ends (the original event). -#}
+correction_chains as (
+    select * from {{ ref('silver_correction_chains') }}
 ),
 
-{{ resolve_corrections_ctes('incremental_candidates', 'correction_links', 'incremental_resolved') }},
+incremental_resolved as (
+    {{ resolved_through_chains('incremental_candidates', 'correction_chains', 'chain_end_event_id') }}
+),
 
 {% if window %}
 bronze_events as (

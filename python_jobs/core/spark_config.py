@@ -188,6 +188,9 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         "spark.sql.shuffle.partitions": shuffle_partitions,
         "spark.default.parallelism": shuffle_partitions,
         "spark.sql.adaptive.enabled": "true",
+        # Concurrent dbt nodes share the cores (each thread has its own pool:
+        # dbt/adapters/latecomer/scheduling.py) instead of queueing job by job.
+        "spark.scheduler.mode": "FAIR",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",

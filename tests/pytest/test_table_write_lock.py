@@ -40,6 +40,11 @@ READS = [
     # stage_rows writes files, not a table: the models' compute runs side by side
     "insert overwrite directory '/w/_staging/s/m__staged' using parquet select 1",
     "INSERT OVERWRITE LOCAL DIRECTORY '/tmp/x' select 1",
+    # temporary views are the session's, not the metastore's: a model's view
+    # over its staged rows never waits for another model's long write
+    "create or replace temporary view m__staged using parquet options (path '/w/_staging/s/m__staged')",
+    "/* dbt */ CREATE TEMPORARY VIEW m__dbt_tmp as select 1",
+    "create or replace global temp view g as select 1",
 ]
 
 

@@ -13,12 +13,13 @@ from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.latecomer.connections import LatecomerConnectionManager
-from dbt.adapters.latecomer.locks import SCHEMA_CHANGING_SQL, statement_head, table_write_lock
+from dbt.adapters.latecomer.locks import SCHEMA_CHANGING_SQL, holding, statement_head, table_write_lock
 from dbt.adapters.latecomer.python_submissions import (
     SessionPythonJobHelper,
     ThriftPythonJobHelper,
     python_model_unsupported_message,
 )
+from dbt.adapters.latecomer.scheduling import use_thread_pool
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
@@ -129,11 +130,13 @@ class LatecomerAdapter(SparkAdapter):
     def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None) -> Any:
         if SCHEMA_CHANGING_SQL.match(statement_head(sql)):
             self._forget_columns(sql)
-        with table_write_lock(sql):
+        use_thread_pool()
+        with holding(table_write_lock(sql), sql):
             return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
         self._columns.clear()
+        use_thread_pool()
         return super().submit_python_job(parsed_model, compiled_code)
 
     def drop_relation(self, relation: Any) -> None:

@@ -6,8 +6,16 @@ import contextlib
 import os
 import re
 import threading
+import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+logger = AdapterLogger("latecomer")
+# A wait for a write lock at least this long is written to dbt's debug log.
+LOGGED_WAIT_SECONDS = 0.2
 
 # Leading whitespace and SQL comments, skipped before a statement's first word.
 LEADING_COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
@@ -21,6 +29,10 @@ ROW_WRITING_SQL = re.compile(
     r"\s+([`\w.]+)",
     re.IGNORECASE,
 )
+# Temporary views live in the Spark session, not the metastore: creating one
+# (stage_rows, dbt's __dbt_tmp views) takes no lock, so it never waits for a
+# long write in another thread.
+TEMPORARY_VIEW_SQL = re.compile(r"^create\s+(?:or\s+replace\s+)?(?:global\s+)?temp(?:orary)?\s+view\b", re.IGNORECASE)
 # Other statements that commit to the metastore: table procedures
 # (rollback_to_snapshot, expire_snapshots, ...) and truncation.
 OTHER_METASTORE_WRITES = re.compile(r"^(call|truncate)\b", re.IGNORECASE)
@@ -58,11 +70,13 @@ def table_write_lock(sql: str, embedded: bool | None = None) -> AbstractContextM
       the same moment could both commit on the same base, and the second
       commit would drop the first one's rows.
 
-    Reads run side by side. With a metastore service, Iceberg's commit lock
+    Reads, and temporary views, run side by side. With a metastore service, Iceberg's commit lock
     and the service guard commits; only writes of rows to one table are kept
     in turn, one lock per table.
     """
     head = statement_head(sql)
+    if TEMPORARY_VIEW_SQL.match(head):
+        return contextlib.nullcontext()
     rows = ROW_WRITING_SQL.match(head)
     if embedded if embedded is not None else embedded_metastore():
         if rows or SCHEMA_CHANGING_SQL.match(head) or OTHER_METASTORE_WRITES.match(head):
@@ -79,3 +93,19 @@ def metastore_write_lock() -> AbstractContextManager[Any]:
     """The lock a write made outside SQL (a Python model's table) runs under:
     the embedded metastore's, else a no-op."""
     return _embedded_metastore_lock if embedded_metastore() else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def holding(lock: AbstractContextManager[Any], sql: str) -> Iterator[None]:
+    """Hold ``lock`` (from :func:`table_write_lock`) while ``sql`` runs; a long
+    wait for it is written to dbt's debug log with the statement's start, the
+    figure to read when a build's models seem to run one at a time."""
+    if isinstance(lock, contextlib.nullcontext):
+        yield
+        return
+    asked = time.monotonic()
+    with lock:
+        waited = time.monotonic() - asked
+        if waited >= LOGGED_WAIT_SECONDS:
+            logger.debug(f"waited {waited:.2f} s for the write lock: {' '.join(statement_head(sql).split())[:100]}")
+        yield

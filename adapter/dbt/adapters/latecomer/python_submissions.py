@@ -95,6 +95,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.config: dict[str, Any] = parsed_model.get("config", {})
 
     def submit(self, compiled_code: str) -> None:
+        from pyspark import StorageLevel
         from pyspark.sql import DataFrame
 
         from python_jobs.core.spark_config import get_spark
@@ -111,13 +112,21 @@ class SessionPythonJobHelper(PythonJobHelper):
                 raise DbtRuntimeError(
                     f"Python model {name} returned {type(result).__name__}; return a pyspark.sql.DataFrame."
                 )
-            # The write computes the model too: on the embedded metastore it
-            # runs in turn with the SQL models' writes (locks.table_write_lock).
-            with metastore_write_lock():
-                if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
-                    self._write_staging(spark, result, relation)
-                else:
-                    self._write_model_table(result, relation)
+            # On the embedded metastore the write runs in turn with the other
+            # models' writes (locks.table_write_lock). The model's rows are
+            # computed before it takes the lock, so a long model (sessions)
+            # never holds up the others' short commits; the write then reads
+            # them from the cache.
+            result = result.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                result.count()
+                with metastore_write_lock():
+                    if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
+                        self._write_staging(spark, result, relation)
+                    else:
+                        self._write_model_table(result, relation)
+            finally:
+                result.unpersist()
         except DbtRuntimeError:
             raise
         except Exception as exc:  # the model's own error, shown as a dbt error
