@@ -7,7 +7,8 @@
                     (through views), the as_of var and the model's code;
     2. compare      with the fingerprint the table was built from (its table
                     property latecomer.inputs); equal: stop, nothing written;
-    3. build        create or replace the table (SQL or Python);
+    3. build        stage a SQL model's rows, then create or replace the
+                    table from them (SQL or Python);
     4. record       the fingerprint as the table's property.
     Where a version cannot be read (a format other than Iceberg) the model is
     rebuilt every run, as a `table` would be. Config as_of_dependent=false
@@ -35,8 +36,13 @@
         {%- if existing_relation is not none and not existing_relation.is_iceberg and not existing_relation.is_delta -%}
             {%- do adapter.drop_relation(existing_relation) -%}
         {%- endif -%}
+        {#- A SQL model's rows are staged first (stage_rows, no lock), so
+            the create, which holds the embedded metastore's write lock, only
+            copies them: a long query never holds up other models' writes. -#}
+        {%- set sql = compiled_code if language == 'python'
+            else 'select * from ' ~ stage_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
         {%- call statement('main', language=language) -%}
-            {{ create_table_as(false, target_relation, compiled_code, language) }}
+            {{ create_table_as(false, target_relation, sql, language) }}
         {%- endcall -%}
         {%- if fingerprint is not none -%}
             {%- call statement('record_inputs_fingerprint') -%}
