@@ -5,15 +5,7 @@
     with one join to this table instead of following every chain again, and
     assert_correction_chains_resolve reads its unresolved rows. Rebuilt whole
     (materialized='recomputed') only in a build whose link index moved. -#}
-{#- Spark inlines the rounds' two references each, so the plan reads the
-    link index 64 times: the hooks keep it cached (lazily: a build that finds
-    the links unchanged reads nothing) for the one statement. -#}
-{{ config(
-    materialized='recomputed',
-    as_of_dependent=false,
-    pre_hook="cache lazy table {{ ref('silver_correction_links') }}",
-    post_hook="uncache table if exists {{ ref('silver_correction_links') }}",
-) }}
+{{ config(materialized='recomputed', as_of_dependent=false) }}
 
 with links as (
     {{ correction_links(ref('silver_correction_links'), links_index=true) }}
