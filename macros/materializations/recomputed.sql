@@ -21,9 +21,9 @@
     {%- set language = model['language'] -%}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}
-    {%- set fingerprint = inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
-    {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
-        and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
+    {%- set decision = recomputed_decision() -%}
+    {%- set fingerprint = decision['fingerprint'] -%}
+    {%- set unchanged = decision['unchanged'] -%}
 
     {{ run_hooks(pre_hooks) }}
     {%- if unchanged -%}
@@ -54,6 +54,32 @@
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+
+{#- Whether the current recomputed model is left as it is in this build
+    ({'unchanged': bool, 'fingerprint': its inputs_fingerprint}), decided once
+    per node and invocation: the model's own SQL may ask first, at compile
+    time (recomputed_rebuilds), to do work only a rebuild needs. -#}
+{% macro recomputed_decision() %}
+    {%- set key = 'recomputed_decision:' ~ model.unique_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- set existing_relation = load_relation(this) -%}
+        {%- set fingerprint = inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
+        {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
+            and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
+        {%- do adapter.memo_set(key, {'unchanged': unchanged, 'fingerprint': fingerprint}) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
+{% endmacro %}
+
+
+{#- Whether the model being compiled is a recomputed model that this build
+    rebuilds: false while parsing, in a dbt unit test (whose inputs are
+    fixtures, not tables) and when its inputs are unchanged. -#}
+{% macro recomputed_rebuilds() %}
+    {{ return(execute and model.resource_type == 'model' and config.get('materialized') == 'recomputed'
+        and not recomputed_decision()['unchanged']) }}
+{% endmacro %}
 
 
 {#- A hash of what the current model's output depends on, or none when a

@@ -28,33 +28,76 @@
     2 ** k links ahead (or to the chain's end) by following its own map
     twice, so six self-joins of the small link set resolve chains of up to 64
     links. A longer chain, or a cycle, ends at a correction: the test
-    assert_correction_chains_resolve names it. -#}
-{% macro correction_chain_end_ctes(links, name) -%}
+    assert_correction_chains_resolve names it.
+
+    In one query Spark inlines each round's two references to the round
+    before, so the plan reads the link set 64 times. With staged_from (the
+    links' SQL, in a build), the rounds run one query each instead, over the
+    round before's staged rows (staged_chain_end_rounds), and stop at the
+    first round in which no chain moved: real chains are one or two links. -#}
+{% macro correction_chain_end_ctes(links, name, staged_from=none) -%}
 {%- set rounds = 6 -%}
+{%- if staged_from is not none and execute %}
+{{ name }}_ends as (
+    select
+        source_system,
+        alias_event_id,
+        next_event_id,
+        {{ 2 ** rounds }} as links_followed_at_most
+    from {{ staged_chain_end_rounds(staged_from, name, rounds) }}
+)
+{%- else %}
 {{ name }}_ends_0 as (
     select source_system, alias_event_id, next_event_id from {{ links }}
 ),
 {%- for round in range(1, rounds + 1) %}
 
 {{ name }}_ends_{{ round }} as (
-    select
-        hop.source_system,
-        hop.alias_event_id,
-        coalesce(further.next_event_id, hop.next_event_id) as next_event_id
-    from {{ name }}_ends_{{ round - 1 }} as hop
-    left join {{ name }}_ends_{{ round - 1 }} as further
-        on hop.source_system = further.source_system
-        and hop.next_event_id = further.alias_event_id
+    {{ chain_end_round(name ~ '_ends_' ~ (round - 1)) }}
 ),
 {%- endfor %}
 
 {{ name }}_ends as (
     select
-        *,
+        source_system,
+        alias_event_id,
+        next_event_id,
         {{ 2 ** rounds }} as links_followed_at_most
     from {{ name }}_ends_{{ rounds }}
 )
+{%- endif %}
 {%- endmacro %}
+
+{#- SQL: one pointer-jumping round over `ends` (source_system, alias_event_id,
+    next_event_id): each alias's end followed once more through the map
+    itself, and whether it moved. -#}
+{% macro chain_end_round(ends) -%}
+    select
+        hop.source_system,
+        hop.alias_event_id,
+        coalesce(further.next_event_id, hop.next_event_id) as next_event_id,
+        further.alias_event_id is not null as moved
+    from {{ ends }} as hop
+    left join {{ ends }} as further
+        on hop.source_system = further.source_system
+        and hop.next_event_id = further.alias_event_id
+{%- endmacro %}
+
+{#- The staged view of the chain ends after pointer jumping over the links of
+    `links_sql`: up to `rounds` rounds, one statement each (stage_rows), and
+    none after the first in which no alias moved (their ends are then final:
+    no end is itself an alias). -#}
+{% macro staged_chain_end_rounds(links_sql, name, rounds) %}
+    {%- set prefix = (this.identifier ~ '__' if this is not none else '') ~ name ~ '_round_' -%}
+    {%- set staged = namespace(view=stage_rows(none, sql=links_sql, view=prefix ~ 0), rounds=0, settled=false) -%}
+    {%- for round in range(1, rounds + 1) if not staged.settled -%}
+        {%- set staged.view = stage_rows(none, sql=chain_end_round(staged.view), view=prefix ~ round) -%}
+        {%- set staged.rounds = round -%}
+        {%- set staged.settled = run_query('select 1 from ' ~ staged.view ~ ' where moved limit 1').rows | length == 0 -%}
+    {%- endfor -%}
+    {{ log(prefix ~ ': correction chains followed in ' ~ staged.rounds ~ ' round(s), settled: ' ~ staged.settled) }}
+    {{ return(staged.view) }}
+{% endmacro %}
 
 {#- CTEs ending in `name`: the rows of `candidates` with resolved_event_id,
     their target_event_id followed through `links` to the chain's end (the

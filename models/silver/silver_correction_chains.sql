@@ -4,14 +4,19 @@
     (correction_chain_end_ctes). silver_events resolves a batch's corrections
     with one join to this table instead of following every chain again, and
     assert_correction_chains_resolve reads its unresolved rows. Rebuilt whole
-    (materialized='recomputed') only in a build whose link index moved. -#}
+    (materialized='recomputed') only in a build whose link index moved; such
+    a build follows the links a round at a time and stops once no chain
+    moves (staged_from), where a unit test follows all six rounds in one
+    query over its fixture. -#}
 {{ config(materialized='recomputed', as_of_dependent=false) }}
 
+{%- set links_sql = correction_links(ref('silver_correction_links'), links_index=true) %}
+
 with links as (
-    {{ correction_links(ref('silver_correction_links'), links_index=true) }}
+    {{ links_sql }}
 ),
 
-{{ correction_chain_end_ctes('links', 'chains') }},
+{{ correction_chain_end_ctes('links', 'chains', staged_from=links_sql if recomputed_rebuilds() else none) }},
 
 final as (
     select

@@ -43,28 +43,35 @@ def test_every_unit_test_passes(built_sample: Project, monkeypatch: pytest.Monke
     assert statuses == dict.fromkeys(expected, "pass")
 
 
-def test_correction_chains_resolve_to_any_depth_up_to_the_limit(built_sample: Project) -> None:
-    """correction_chain_end_ctes (pointer jumping) on hand-made chains: a chain
-    of exactly the limit's length ends at its root, one link more stops one
-    short of it, and a cycle never ends (assert_correction_chains_resolve
-    names those: their end is itself a correction)."""
+@pytest.mark.parametrize("staged", [False, True], ids=["one_query", "staged_rounds"])
+def test_correction_chains_resolve_to_any_depth_up_to_the_limit(built_sample: Project, staged: bool) -> None:
+    """correction_chain_end_ctes (pointer jumping) on hand-made chains, in one
+    query and a round at a time (staged_from, as a build runs it): a chain of
+    exactly the limit's length ends at its root, one link more stops one short
+    of it, and a cycle never ends (assert_correction_chains_resolve names
+    those: their end is itself a correction)."""
     limit = 64
     links = [("a1", "root_a")] + [(f"a{i}", f"a{i - 1}") for i in range(2, limit + 1)]
     links += [("b1", "root_b")] + [(f"b{i}", f"b{i - 1}") for i in range(2, limit + 2)]
-    links += [("x", "y"), ("y", "x")]
+    links += [("x", "y"), ("y", "x"), ("single", "root_s")]
     values = ", ".join(f"('web', '{alias}', '{target}')" for alias, target in links)
+    links_sql = f"select * from values {values} as t(source_system, alias_event_id, next_event_id)"
+    staged_from = ", staged_from=links_sql" if staged else ""
     sql = (
-        f"with links as (select * from values {values} as t(source_system, alias_event_id, next_event_id)), "
-        "{{ correction_chain_end_ctes('links', 'chains') }} "
+        f"{{% set links_sql %}}{links_sql}{{% endset %}}"
+        "with links as ({{ links_sql }}), "
+        f"{{{{ correction_chain_end_ctes('links', 'chains'{staged_from}) }}}} "
         "select alias_event_id, next_event_id, links_followed_at_most from chains_ends"
     )
     result = built_sample.dbt("show", "--inline", sql, "--limit", str(len(links) + 10))
     rows = result.result.results[0].agate_table.rows  # type: ignore[union-attr]
+    assert len(rows) == len(links)
     ends = {row[0]: row[1] for row in rows}
     assert {row[2] for row in rows} == {limit}
     assert {alias: end for alias, end in ends.items() if alias.startswith("a")} == dict.fromkeys(
         (f"a{i}" for i in range(1, limit + 1)), "root_a"
     )
     assert ends[f"b{limit}"] == "root_b" and ends[f"b{limit + 1}"] == "b1"
+    assert ends["single"] == "root_s"
     aliases = {alias for alias, _ in links}
     assert {alias for alias, end in ends.items() if end in aliases} == {f"b{limit + 1}", "x", "y"}
