@@ -160,11 +160,14 @@ def update_arrival_values(
         .where(F.col("_mark").isNull() | (F.col("changed_run_at") > F.col("_mark")))
         .drop("_mark")
     )
-    stamp = pending.agg(F.max("changed_run_at").alias("changed_run_at")).cache()
+    # Computed once, now (localCheckpoint, not cache(): the blocks go with the
+    # DataFrames instead of staying in the session).
+    stamp = pending.agg(F.max("changed_run_at").alias("changed_run_at")).localCheckpoint()
     if stamp.first()[0] is None:
         return current.limit(0)
     dates = touched_event_dates(pending)
-    recomputed = order_arrivals(silver_events.where(F.col("event_date").isin(dates)))
+    # Read twice below (the rows and what vanished): aggregated once.
+    recomputed = order_arrivals(silver_events.where(F.col("event_date").isin(dates))).localCheckpoint()
     vanished = (
         current.where(F.col("event_date").isin(dates) & ~F.col("is_gone"))
         .join(recomputed.select(*ARRIVAL_KEY), on=list(ARRIVAL_KEY), how="left_anti")

@@ -172,11 +172,14 @@ def resessionize(
         & (point_micros >= F.unix_micros("old.session_start_ts") - gap)
         & (point_micros <= F.unix_micros("old.session_end_ts") + gap)
     )
-    points = changed_points(changes).cache()
+    # Intermediate results read more than once are kept with localCheckpoint
+    # (computed once, now), never cache(): their blocks go when the
+    # DataFrame does, where a cached one stays in the session for good.
+    points = changed_points(changes).localCheckpoint()
     # Only sessions within one gap of a changed point's day can be near it:
     # a filter on those days lets the table's file statistics skip the rest.
     candidates = sessions.where(near_point_days(points, gap))
-    touched = candidates.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi").cache()
+    touched = candidates.alias("old").join(points.alias("point"), on=near_a_point, how="left_semi").localCheckpoint()
 
     # Every event to sessionize again lies in a touched session or is a changed
     # event (at a changed point): reading only those event dates lets a table
@@ -191,7 +194,8 @@ def resessionize(
     events_of_touched = live.join(touched.alias("old"), on=in_touched_session, how="left_semi")
     changed_events = live.join(changes.select(*EVENT_KEY).distinct(), on=list(EVENT_KEY), how="left_semi")
     to_sessionize = events_of_touched.unionByName(changed_events).dropDuplicates(list(EVENT_KEY))
-    recomputed = sessionize(to_sessionize, gap_minutes)
+    # Read twice below (changed, gone): sessionized once.
+    recomputed = sessionize(to_sessionize, gap_minutes).localCheckpoint()
 
     stamp = F.lit(changed_run_at).cast("timestamp").alias("changed_run_at")
     content = list(recomputed.columns)
