@@ -185,15 +185,14 @@
         {%- set values = unread_ingestions(ingestion_log_relation(), consumer, 'events')
             | map(attribute='arrival_date') | unique | list -%}
         {%- do adapter.memo_set(key, values) -%}
-    {%- else -%}
+    {%- elif not adapter.memo_has(key) -%}
+        {#- Every test of the relation reads the same partitions: found once
+            per invocation, then given as literals so the scan is pruned when
+            planned. -#}
         {%- set partitions_sql -%}
             select distinct cast({{ partition }} as string) from {{ relation }}
             where {{ test_scope['run_column'] }} = {{ run_ts() }}
         {%- endset -%}
-    {%- endif -%}
-    {#- Every test of the relation reads the same partitions: found once per
-        invocation, then given as literals so the scan is pruned when planned. -#}
-    {%- if not adapter.memo_has(key) -%}
         {%- do adapter.memo_set(key, run_query(partitions_sql).columns[0].values() | list) -%}
     {%- endif -%}
     {%- set values = adapter.memo_get(key) -%}

@@ -26,21 +26,16 @@
 {% endmacro %}
 
 {#- The `feed` files of the log that `consumer` holds no row of, as a list of
-    {ingestion_id, arrival_date}: read once per invocation and shared by the
-    consumer and the data tests that run before it (run_scope_predicate's
-    pending_for), so the consumer's key columns are scanned once per build.
+    {ingestion_id, arrival_date}: read once per invocation (adapter.memo_query,
+    which makes the tests that ask at the same moment wait for one answer) and
+    shared by the consumer and the data tests that run before it
+    (run_scope_predicate's pending_for), so the consumer's key columns are
+    scanned once per build.
     The run lock keeps ingests out while a build runs, so the log cannot gain
     a file between the tests and the consumer. -#}
 {% macro unread_ingestions(ingestions_relation, consumer, feed) %}
     {%- set key = ('unread_ingestions:' ~ consumer.schema ~ '.' ~ consumer.identifier ~ ':' ~ feed) | lower -%}
-    {%- if not adapter.memo_has(key) -%}
-        {%- set rows = [] -%}
-        {%- for row in run_query(unread_ingestions_sql(ingestions_relation, consumer, feed)) -%}
-            {%- do rows.append({'ingestion_id': row['ingestion_id'], 'arrival_date': row['arrival_date']}) -%}
-        {%- endfor -%}
-        {%- do adapter.memo_set(key, rows) -%}
-    {%- endif -%}
-    {{ return(adapter.memo_get(key)) }}
+    {{ return(adapter.memo_query(key, unread_ingestions_sql(ingestions_relation, consumer, feed))) }}
 {% endmacro %}
 
 {#- SQL: ingestion_id and arrival_date (as a string) of the `feed` files in

@@ -69,6 +69,9 @@ class LatecomerAdapter(SparkAdapter):
         # invocation, or anything outside dbt, may have changed the tables since.
         self._columns: dict[tuple[str, str], list[Any]] = {}
         self._memo: dict[tuple[str, str], Any] = {}
+        # One lock per memo_query key: threads asking at once run it once.
+        self._memo_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._memo_locks_guard = threading.Lock()
 
     @classmethod
     def type(cls) -> str:
@@ -167,6 +170,23 @@ class LatecomerAdapter(SparkAdapter):
         """Keep ``value`` for the rest of this invocation (a figure every model needs once)."""
         self._memo[(get_invocation_id(), key)] = value
         return ""
+
+    @available
+    def memo_query(self, key: str, sql: str) -> list[dict[str, Any]]:
+        """The rows of ``sql`` (as dicts), queried once per invocation under ``key``.
+
+        A thread that asks while another one runs the query waits for its
+        answer instead of running it again (tests that run side by side and
+        share one figure).
+        """
+        memo_key = (get_invocation_id(), key)
+        with self._memo_locks_guard:
+            lock = self._memo_locks.setdefault(memo_key, threading.Lock())
+        with lock:
+            if memo_key not in self._memo:
+                _, table = self.execute(sql, fetch=True)
+                self._memo[memo_key] = [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
+        return self._memo[memo_key]
 
     def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
         """Fail a Python model on a Thrift/HTTP target before its materialization starts.

@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
-from dbt.adapters.latecomer.locks import metastore_write_lock
+from dbt.adapters.latecomer.locks import holding, metastore_write_lock
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -120,7 +120,7 @@ class SessionPythonJobHelper(PythonJobHelper):
             result = result.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 result.count()
-                with metastore_write_lock():
+                with holding(metastore_write_lock(), f"write of Python model {name} to {relation}"):
                     if relation.rsplit(".", 1)[-1].endswith(STAGING_SUFFIX):
                         self._write_staging(spark, result, relation)
                     else:
