@@ -38,15 +38,9 @@
 {% macro correction_chain_end_ctes(links, name, staged_from=none) -%}
 {%- set rounds = 6 -%}
 {%- if staged_from is not none and execute %}
-{{ name }}_ends as (
-    select
-        source_system,
-        alias_event_id,
-        next_event_id,
-        {{ 2 ** rounds }} as links_followed_at_most
-    from {{ staged_chain_end_rounds(staged_from, name, rounds) }}
-)
+    {%- set last_round = staged_chain_end_rounds(staged_from, name, rounds) %}
 {%- else %}
+    {%- set last_round = name ~ '_ends_' ~ rounds %}
 {{ name }}_ends_0 as (
     select source_system, alias_event_id, next_event_id from {{ links }}
 ),
@@ -56,6 +50,7 @@
     {{ chain_end_round(name ~ '_ends_' ~ (round - 1)) }}
 ),
 {%- endfor %}
+{%- endif %}
 
 {{ name }}_ends as (
     select
@@ -63,9 +58,8 @@
         alias_event_id,
         next_event_id,
         {{ 2 ** rounds }} as links_followed_at_most
-    from {{ name }}_ends_{{ rounds }}
+    from {{ last_round }}
 )
-{%- endif %}
 {%- endmacro %}
 
 {#- SQL: one pointer-jumping round over `ends` (source_system, alias_event_id,
