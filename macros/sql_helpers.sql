@@ -7,15 +7,6 @@
     {%- endif -%}
 {%- endmacro %}
 
-{#- SQL predicate: `column` (a date) is one of `values` (ISO date strings); false for none. -#}
-{% macro date_in_list(column, values) -%}
-    {%- if values | length == 0 -%}
-        false
-    {%- else -%}
-        {{ column }} in ({% for value in values %}date{{ sql_string(value) }}{% if not loop.last %}, {% endif %}{% endfor %})
-    {%- endif -%}
-{%- endmacro %}
-
 {#- Largest value of `column` in this model's table, as a SQL timestamp literal
     (1900-01-01 on a first or full-refresh run): a high-water mark. -#}
 {% macro high_water_mark(column, relation=none) -%}

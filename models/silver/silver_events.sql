@@ -165,12 +165,18 @@ batch_winners as (
 {#- The event dates holding the current rows of the batch's keys, found with
     one query over the table's key columns (see `existing`); a backfill
     window, whose batch is read again from bronze, finds them in its query. #}
+{%- set existing_dates_sql %}
+select distinct current_keys.event_date
+from {{ this }} as current_keys
+left semi join batch_winners as key_of_batch
+    on current_keys.event_id = key_of_batch.resolved_event_id
+    and current_keys.source_system = key_of_batch.source_system
+{%- endset %}
 {%- set existing_dates = none %}
 {%- if is_incremental() and not window and execute and model.resource_type == 'model' %}
     {%- set existing_dates = [] if nothing_new else run_query(
-        'with ' ~ batch_ctes ~ ' select distinct cast(current_keys.event_date as string) from ' ~ this
-        ~ ' as current_keys left semi join batch_winners on current_keys.event_id = batch_winners.resolved_event_id'
-        ~ ' and current_keys.source_system = batch_winners.source_system').columns[0].values() | list %}
+        'with ' ~ batch_ctes ~ ' select cast(event_date as string) from (' ~ existing_dates_sql ~ ')'
+    ).columns[0].values() | list %}
 {%- endif %}
 
 with {{ batch_ctes }},
@@ -188,16 +194,9 @@ existing as (
         on current_rows.event_id = batch_winners.resolved_event_id
         and current_rows.source_system = batch_winners.source_system
     {%- if existing_dates is not none %}
-    where {{ date_in_list('current_rows.event_date', existing_dates) }}
+    where {{ in_list('current_rows.event_date', existing_dates) }}
     {%- else %}
-    where
-        current_rows.event_date in (
-            select current_keys.event_date
-            from {{ this }} as current_keys
-            left semi join batch_winners as key_of_batch
-                on current_keys.event_id = key_of_batch.resolved_event_id
-                and current_keys.source_system = key_of_batch.source_system
-        )
+    where current_rows.event_date in ({{ existing_dates_sql }})
     {%- endif %}
 ),
 {% else %}
