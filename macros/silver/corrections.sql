@@ -95,9 +95,10 @@
 
 {#- CTEs ending in `name`: the rows of `candidates` with resolved_event_id,
     their target_event_id followed through `links` to the chain's end (the
-    backfill path, over links read again from bronze). -#}
-{% macro resolve_corrections_ctes(candidates, links, name) -%}
-{{ correction_chain_end_ctes(links, name) }},
+    backfill path, over links read again from bronze; staged_from as in
+    correction_chain_end_ctes). -#}
+{% macro resolve_corrections_ctes(candidates, links, name, staged_from=none) -%}
+{{ correction_chain_end_ctes(links, name, staged_from=staged_from) }},
 
 {{ name }} as (
     {{ resolved_through_chains(candidates, name ~ '_ends', 'next_event_id') }}

@@ -26,6 +26,43 @@
     ~ " union all select 1 from " ~ ref('silver_quarantine')
     ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
 
+{#- Backfill and replay: the window's rows read again from bronze
+    (rederived) and the correction links among them. In a build, the links'
+    chains are followed a round per statement over staged rows
+    (correction_chain_end_ctes with staged_from); in one query, the plan
+    would hold the whole bronze re-derivation once per link-set reference,
+    64 times. #}
+{%- set rederived_ctes %}
+bronze_events as (
+    select * from {{ ref('stg_bronze_events') }}
+),
+
+{{ event_arrival_ctes('bronze_events', 'rederived') }},
+
+eligible as (
+    select
+        rederived.*,
+        {{ run_ts() }} as ledger_run_at,
+        '{{ invocation_id }}' as invocation_id,
+        false as is_release
+    from rederived
+    left join {{ ref('silver_quarantine') }} as quarantine
+        on rederived.bronze_row_id = quarantine.bronze_row_id
+    where
+        rederived.event_ts is not null
+        and coalesce(quarantine.status, '') != 'rejected'
+        and (rederived.route = 'silver' or quarantine.status = 'released')
+),
+
+eligible_links as (
+    {{ correction_links('eligible') }}
+)
+{%- endset %}
+{%- set rederived_links_sql = none %}
+{%- if window and execute and model.resource_type == 'model' %}
+    {%- set rederived_links_sql = 'with ' ~ rederived_ctes ~ ' select * from eligible_links' %}
+{%- endif %}
+
 {%- set batch_ctes %}
 arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
@@ -77,31 +114,9 @@ incremental_resolved as (
 ),
 
 {% if window %}
-bronze_events as (
-    select * from {{ ref('stg_bronze_events') }}
-),
+{{ rederived_ctes }},
 
-{{ event_arrival_ctes('bronze_events', 'rederived') }},
-
-eligible as (
-    select
-        rederived.*,
-        {{ run_ts() }} as ledger_run_at,
-        '{{ invocation_id }}' as invocation_id,
-        false as is_release
-    from rederived
-    left join quarantine on rederived.bronze_row_id = quarantine.bronze_row_id
-    where
-        rederived.event_ts is not null
-        and coalesce(quarantine.status, '') != 'rejected'
-        and (rederived.route = 'silver' or quarantine.status = 'released')
-),
-
-eligible_links as (
-    {{ correction_links('eligible') }}
-),
-
-{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved') }},
+{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved', staged_from=rederived_links_sql) }},
 
 window_keys as (
     select
