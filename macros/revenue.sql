@@ -7,7 +7,8 @@
     - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
 {%- endmacro %}
 
-{#- A weekly or monthly rollup of gold_daily_revenue (grain: 'week' or 'month'):
+{#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
+    or 'year', the last being year to date for the open year):
     a period is recomputed when one of its days changed, and its status is the
     least settled of its days. -#}
 {% macro revenue_rollup(grain) -%}

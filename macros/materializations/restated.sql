@@ -24,8 +24,9 @@
     late_arrival_audit then reads what was written (restatement_after_final).
 
     Config: unique_key (list), partition_by, publication_gate
-    ({'measure': column[, 'partition': column]}; partition defaults to the
-    first partition_by column). -#}
+    ({'measure': column[, 'count': column][, 'by': column][, 'partition':
+    column]}; partition defaults to the first partition_by column; see
+    macros/publication/gate.sql). -#}
 {% materialization restated, adapter='spark' %}
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}
@@ -139,15 +140,18 @@
     {{ return({
         'keys': [keys] if keys is string else keys,
         'partition': partition if partition is string else partition[0],
-        'measure': gate.get('measure')}) }}
+        'measure': gate.get('measure'),
+        'count': gate.get('count'),
+        'by': gate.get('by')}) }}
 {% endmacro %}
 
 
-{#- The columns the table holds: the model's columns but published_before. -#}
+{#- The columns the table holds: the model's columns but those restate adds
+    for the write path (published_before, change_reasons). -#}
 {% macro restated_table_columns(restated) %}
     {%- set columns = [] -%}
     {%- for column in adapter.get_columns_in_relation(api.Relation.create(identifier=restated, type='view')) -%}
-        {%- if column.name | lower != 'published_before' -%}
+        {%- if column.name | lower not in ('published_before', 'change_reasons') -%}
             {%- do columns.append(column.name | lower) -%}
         {%- endif -%}
     {%- endfor -%}

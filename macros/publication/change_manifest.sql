@@ -6,7 +6,10 @@
     published_before, as restate read them) and after, the two table versions, the reason, the input high-water marks, the
     dbt invocation id and the code version (git commit). write_change_manifest
     (on-run-end) writes the run's rows as JSON to
-    target/change_manifests/<invocation_id>.json and target/change_manifest.json. -#}
+    target/change_manifests/<invocation_id>.json and target/change_manifest.json,
+    and the run's restatement digest (adapter.restatement_digest,
+    python_jobs/core/digest.py) to target/restatement_digest.{md,json}, POSTed
+    to $LATECOMER_DIGEST_WEBHOOK when set. -#}
 
 {#- Columns that describe a gold row's publication rather than its values. -#}
 {% macro publication_columns() -%}
@@ -113,5 +116,8 @@
     {%- do adapter.write_json_artifact('change_manifests/' ~ invocation_id ~ '.json', manifest) -%}
     {%- set path = adapter.write_json_artifact('change_manifest.json', manifest) -%}
     {{ log('Change manifest: ' ~ rows | length ~ ' gold row(s) in ' ~ models | length ~ ' model(s) -> ' ~ path, info=true) }}
+    {%- set digest = adapter.restatement_digest(table, invocation_id, first['as_of'] | string) -%}
+    {{ log('Restatement digest: ' ~ digest.periods ~ ' published period(s) restated -> ' ~ digest.path
+        ~ '; webhook ' ~ digest.webhook, info=true) }}
     {{ return('') }}
 {% endmacro %}

@@ -2,79 +2,82 @@
 
     Step 4 of the restated materialization, with the staged rows about to be
     merged. Models opt in with
-    config(publication_gate={'measure': '<column>'[, 'partition': '<column>']})
-    (partition defaults to the first partition_by column). The rows are compared
-    with their published values, over the partitions already published (new
-    partitions are publication, not restatement):
-      restated_share  partitions whose values change / partitions published
-                      (checked from min_published_partitions partitions on);
-      total_change    |change of the measure's total| / |total published|;
-      row_change      |rows added to published partitions| / rows published.
-    Thresholds come from var publication_gate. A breach is logged to
-    <schema>_audit.publication_gate_log and fails the model before anything
-    is written, so the previous version stays visible, unless var
-    publication_gate_override gives a reason: the write then goes ahead and
-    the override is logged (late_arrival_audit action publication_gate).
+    config(publication_gate={'measure': '<column>'[, 'count': '<column>']
+                             [, 'by': '<column>'][, 'partition': '<column>']})
+    (partition defaults to the first partition_by column). The SQL below
+    reads, per partition and `by` group, the published figures (rows, measure,
+    count, the least settled status) and what the staged rows change (the
+    measure, the count, rows added, rows restated, and every reason their
+    partition was recomputed for). The arithmetic, the checks and their
+    wording are python_jobs/core/gate.py (adapter.publication_gate_judgement):
+    live and preliminary partitions may fill in as their sources' lateness
+    predicts; final ones may not change; a fall in events needs a deletion or
+    correction behind it; a value per event far above the group's own history
+    is an outlier. Thresholds come from var publication_gate.
 
-    A shim: the SQL reads each partition's figures (published rows and
-    measure, the measure after this write, rows added, rows restated); the
-    arithmetic, the checks and their wording are python_jobs/core/gate.py
-    (adapter.publication_gate_judgement). -#}
+    A breach is logged to <schema>_audit.publication_gate_log and fails the
+    model before anything is written, so the previous version stays visible,
+    unless var publication_gate_override gives a reason: the write then goes
+    ahead and the override is logged (late_arrival_audit action
+    publication_gate). -#}
 {% macro publication_gate(restated, target, layout) %}
     {%- set measure = layout['measure'] -%}
     {%- if not measure or not execute -%}{{ return(none) }}{%- endif -%}
     {%- set partition = layout['partition'] -%}
+    {%- set group = layout['by'] or 'cast(null as string)' -%}
+    {%- set count = layout['count'] -%}
     {#- The restated rows carry their published values (published_before), so
-        the published table is read once, for its partitions' rows and totals. -#}
+        the published table is read once, for its groups' rows and totals. -#}
     {%- set figures_sql -%}
-        with published_partitions as (
+        with published_groups as (
             select
                 {{ partition }} as partition_value,
+                {{ group }} as group_value,
                 count(*) as partition_rows,
-                coalesce(sum({{ measure }}), 0) as partition_total
+                coalesce(sum({{ measure }}), 0) as partition_total,
+                {{ 'coalesce(sum(' ~ count ~ '), 0)' if count else '0' }} as partition_count,
+                element_at(array('live', 'preliminary', 'final'),
+                    min(case status when 'final' then 3 when 'preliminary' then 2 else 1 end)) as partition_status
             from {{ target }}
-            group by {{ partition }}
+            group by {{ partition }}, {{ group }}
         ),
 
-        incoming as (
+        incoming_groups as (
             select
-                restated.{{ partition }} as partition_value,
-                restated.{{ measure }} as new_measure,
-                restated.published_before.{{ measure }} as old_measure,
-                restated.published_before is not null as existed,
-                published_partitions.partition_value is not null as in_published_partition
-            from {{ restated }} as restated
-            left join published_partitions on restated.{{ partition }} = published_partitions.partition_value
-        ),
-
-        incoming_partitions as (
-            select
-                partition_value,
-                count_if(existed and not (new_measure <=> old_measure)) as restated_rows,
-                count_if(not existed and in_published_partition) as added_rows,
-                coalesce(sum(case when existed then new_measure - old_measure end), 0)
-                + coalesce(sum(case when not existed and in_published_partition then new_measure end), 0)
-                    as measure_change
-            from incoming
-            group by partition_value
+                {{ partition }} as partition_value,
+                {{ group }} as group_value,
+                count_if(published_before is not null and not ({{ measure }} <=> published_before.{{ measure }}))
+                    as restated_rows,
+                count_if(published_before is null) as added_rows,
+                coalesce(sum({{ measure }} - coalesce(published_before.{{ measure }}, 0)), 0) as measure_change,
+                {{ 'coalesce(sum(' ~ count ~ ' - coalesce(published_before.' ~ count ~ ', 0)), 0)' if count else '0' }}
+                    as count_change,
+                array_join(array_sort(array_distinct(flatten(collect_list(change_reasons)))), ',') as reasons
+            from {{ restated }}
+            group by {{ partition }}, {{ group }}
         )
 
         select
-            cast(coalesce(published_partitions.partition_value, incoming_partitions.partition_value) as string)
+            cast(coalesce(published_groups.partition_value, incoming_groups.partition_value) as string)
                 as partition_value,
-            published_partitions.partition_rows is not null as existed,
-            coalesce(published_partitions.partition_rows, 0) as published_rows,
-            coalesce(published_partitions.partition_total, 0) as published_measure,
-            coalesce(published_partitions.partition_total, 0) + coalesce(incoming_partitions.measure_change, 0)
-                as new_measure,
-            coalesce(incoming_partitions.added_rows, 0) as rows_added,
-            coalesce(incoming_partitions.restated_rows, 0) as rows_restated
-        from published_partitions
-        full outer join incoming_partitions
-            on published_partitions.partition_value = incoming_partitions.partition_value
+            cast(coalesce(published_groups.group_value, incoming_groups.group_value) as string) as group_value,
+            published_groups.partition_rows is not null as existed,
+            published_groups.partition_status as published_status,
+            coalesce(published_groups.partition_rows, 0) as published_rows,
+            coalesce(published_groups.partition_total, 0) as published_measure,
+            coalesce(incoming_groups.measure_change, 0) as measure_change,
+            coalesce(published_groups.partition_count, 0) as published_count,
+            coalesce(incoming_groups.count_change, 0) as count_change,
+            coalesce(incoming_groups.added_rows, 0) as rows_added,
+            coalesce(incoming_groups.restated_rows, 0) as rows_restated,
+            incoming_groups.reasons
+        from published_groups
+        full outer join incoming_groups
+            on published_groups.partition_value <=> incoming_groups.partition_value
+            and published_groups.group_value <=> incoming_groups.group_value
     {%- endset -%}
     {%- set judgement = adapter.publication_gate_judgement(
-        run_query(figures_sql), measure, var('publication_gate'), model.name) -%}
+        run_query(figures_sql), measure, var('publication_gate'), model.name, count) -%}
     {%- if judgement.error -%}{{ exceptions.raise_compiler_error(judgement.error) }}{%- endif -%}
     {{ log(model.name ~ ': publication gate ' ~ ('passed' if judgement.passed else 'breached') ~ ' '
         ~ tojson(judgement.checks), info=true) }}

@@ -6,6 +6,9 @@
         + 1, restated_on / restatement_reason when the change is a restatement,
         flagged when the partition was already final) and, when status is
         'computed', rows whose live / preliminary / final status moved at as_of.
+        Each row also carries published_before (its published values) and
+        change_reasons (every reason its partition was recomputed for), which
+        the gate and the change manifest read and the table does not hold.
         Untouched partitions keep their values, restated_on and version. -#}
 
 {% macro restate(recomputed, impacted, keys, measures, partition_column='event_date', status='computed', status_date_expr=none) -%}
@@ -96,7 +99,8 @@
             {{ run_ts() }} as changed_run_at,
             '{{ invocation_id }}' as invocation_id,
             case when existed then {{ published_values('old_', measures, 'old_status', 'old_version') }} end
-                as published_before
+                as published_before,
+            coalesce(reasons, cast(array() as array<string>)) as change_reasons
         from judged
         where values_changed
     )
@@ -117,7 +121,8 @@
             stored.source_changed_run_at,
             {{ run_ts() }} as changed_run_at,
             '{{ invocation_id }}' as invocation_id,
-            {{ published_values('stored.', measures, 'stored.status', 'stored.version') }} as published_before
+            {{ published_values('stored.', measures, 'stored.status', 'stored.version') }} as published_before,
+            cast(array() as array<string>) as change_reasons
         from stored
         left anti join restated
             on {% for key in keys %}stored.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}

@@ -5,7 +5,7 @@
     materialized='restated',
     unique_key=['event_date', 'source_system'],
     partition_by=['event_date'],
-    publication_gate={'measure': 'net_revenue'},
+    publication_gate={'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system'},
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 

@@ -9,7 +9,7 @@
     materialized='restated',
     unique_key=['event_date', 'tier', 'region'],
     partition_by=['event_date'],
-    publication_gate={'measure': 'net_revenue'},
+    publication_gate={'measure': 'net_revenue', 'count': 'orders'},
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 

@@ -1,38 +1,77 @@
-"""The publication gate's arithmetic: is a restatement small enough to publish?
+"""The publication gate's arithmetic: is a restatement what was expected?
 
 Step 4 of the restated materialization (``macros/materializations/restated.sql``)
 runs ``publication_gate`` (``macros/publication/gate.sql``): its SQL reads, per
-partition, the published table's figures and those of the rows about to be
-merged (``PartitionFigures``), and the adapter's ``publication_gate_judgement``
-passes them here with the ``publication_gate`` var (``GateLimits``).
+partition and group (the gate's ``by`` column, e.g. the source), the published
+figures and those the rows about to be merged leave (``GroupFigures``), and the
+adapter's ``publication_gate_judgement`` passes them here with the
+``publication_gate`` var (``GateLimits``).
 
-Figures over the partitions already published (new partitions are
-publication, not restatement):
+Live and preliminary partitions are expected to change: they fill in as late
+events arrive. A final partition is expected to stay as published. So the
+gate judges each changed group against what its partition's status makes
+normal, and the table as a whole on its final partitions only.
 
-    restated_share  partitions whose measure changes / partitions published,
-                    checked once at least ``min_published_partitions`` are published;
-    total_change    |change of the measure's total| / |published total|;
-    row_change      rows added to published partitions / rows published.
+Per group of a published partition (``count`` is the gate's event count,
+e.g. ``orders``; a limit set to null turns its check off):
+
+    final_change       a partition published as final changes its measure or
+                       count by more than ``max_final_change`` (relative; 0:
+                       any change), unless every reason it was recomputed for
+                       is in ``final_change_reasons`` (a backfill, say);
+    unexplained_shrink the count falls and no reason in ``shrink_reasons``
+                       (a deletion, a correction, ...) explains it: late
+                       arrivals only ever add events;
+    shrink             the count falls by more than ``max_shrink`` of what
+                       was published, even when explained (a day deleted);
+    growth             a preliminary partition's count grows by more than
+                       ``max_preliminary_growth``: its day has closed, so only
+                       its sources' late tail is still to come (live
+                       partitions are still filling and may grow freely);
+    value_outlier      the measure per event rises above ``max_value_factor``
+                       times the group's typical value (the median over its
+                       other published partitions, or its own published
+                       value when it has fewer than ``min_history`` of them).
+
+Groups published with fewer than ``min_count`` events, where one event is a
+large share, are left alone by ``shrink`` and ``growth``, and by
+``value_outlier`` when it would compare them with their own published value.
+
+Per table, over the partitions published as final (the share checks of the
+first gate, which judged every partition and so blocked live ones filling in):
+
+    restated_share  final partitions whose measure changes / final partitions,
+                    checked once at least ``min_published_partitions`` are final;
+    total_change    |change of the measure's total| / |final total|;
+    row_change      rows added to final partitions / their rows.
 
 A figure breaches its limit when it is strictly greater than it, so a figure
-exactly at its limit passes. A ratio whose denominator is 0 (nothing published)
-is 0 and passes.
-
-Each check is a function ``(GateFigures, GateLimits) -> Iterable[Breach]``
-listed in ``CHECKS``. A check of one partition (its change against an expected
-interval, say) reads ``figures.partitions`` and returns a ``Breach`` with its
-``partition`` set; extra settings come from ``limits.settings`` (the var as
-given).
+exactly at its limit passes. A ratio whose denominator is 0 is 0 and passes.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import Any
 
 LIMIT_NAMES = ("max_restated_share", "min_published_partitions", "max_total_change", "max_row_change")
+# Per-group settings and their defaults (dbt_project.yml's publication_gate
+# lists them too; a test keeps the two equal). None turns a check off.
+GROUP_DEFAULTS: Mapping[str, Any] = {
+    "max_final_change": 0,
+    "final_change_reasons": ("backfill", "replay", "quarantine_release"),
+    "shrink_reasons": ("deletion", "correction", "dimension_change", "backfill", "replay"),
+    "max_shrink": 0.5,
+    "max_preliminary_growth": 0.5,
+    "min_count": 5,
+    "max_value_factor": 5,
+    "min_history": 3,
+}
+REASON_SETTINGS = ("final_change_reasons", "shrink_reasons")
 
 Number = int | float | Decimal
 
@@ -42,42 +81,69 @@ class GateConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class PartitionFigures:
-    """One partition of the gated table: published, and as this write leaves it.
+class GroupFigures:
+    """One group (the whole partition when the gate has no ``by``) of the gated
+    table: as published, and as this write leaves it.
 
-    A partition appears when it is published or has rows about to be written.
-    ``new_measure - published_measure`` is the partition's contribution to the
-    change of the measure's total: for rows that were published, new value minus
-    published value (a row where either is null contributes nothing); for rows
-    new to a published partition, their value. For a partition not yet
-    published only rows that were published count (in practice none), so
-    its new rows are publication, not restatement, and contribute nothing.
+    ``measure_change`` and ``count_change`` are what the rows about to be
+    written change: new value minus published value for published rows, the
+    value for new rows. A group appears when it is published or has rows to
+    write; a group of a partition not yet published is publication, not
+    restatement, and nothing judges it.
     """
 
     partition_value: str | None
-    existed: bool  # the partition is in the published table
+    group_value: str | None
+    existed: bool  # the group has published rows
+    published_status: str | None  # the least settled status of its published rows
     published_rows: int
-    published_measure: Number  # the measure's total over the published rows (0 when none)
-    new_measure: Number  # published_measure plus this write's change to it
-    rows_added: int  # rows new to a published partition
+    published_measure: Number
+    measure_change: Number
+    published_count: Number
+    count_change: Number
+    rows_added: int  # rows new to the group
     rows_restated: int  # published rows whose measure changes (null-safe)
+    reasons: frozenset[str]  # why its partition was recomputed
 
     @classmethod
-    def from_mapping(cls, row: Mapping[str, Any]) -> PartitionFigures:
-        value = row["partition_value"]
+    def from_mapping(cls, row: Mapping[str, Any]) -> GroupFigures:
+        def text(name: str) -> str | None:
+            value = row.get(name)
+            return None if value is None else str(value)
+
+        reasons = row.get("reasons") or ""
         return cls(
-            partition_value=None if value is None else str(value),
+            partition_value=text("partition_value"),
+            group_value=text("group_value"),
             existed=_boolean(row["existed"]),
+            published_status=text("published_status"),
             published_rows=int(row["published_rows"] or 0),
             published_measure=_number(row["published_measure"]),
-            new_measure=_number(row["new_measure"]),
+            measure_change=_number(row["measure_change"]),
+            published_count=_number(row.get("published_count")),
+            count_change=_number(row.get("count_change")),
             rows_added=int(row["rows_added"] or 0),
             rows_restated=int(row["rows_restated"] or 0),
+            reasons=frozenset(reason for reason in str(reasons).split(",") if reason),
         )
 
     @property
-    def measure_change(self) -> Number:
-        return self.new_measure - self.published_measure
+    def new_measure(self) -> Number:
+        return self.published_measure + self.measure_change
+
+    @property
+    def new_count(self) -> Number:
+        return self.published_count + self.count_change
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.measure_change or self.count_change or self.rows_added or self.rows_restated)
+
+    @property
+    def label(self) -> str:
+        """``partition 2024-03-02`` or ``partition 2024-03-02 (web)``."""
+        group = f" ({self.group_value})" if self.group_value is not None else ""
+        return f"partition {self.partition_value}{group}"
 
 
 def _boolean(value: Any) -> bool:
@@ -87,7 +153,7 @@ def _boolean(value: Any) -> bool:
 
 
 def _number(value: Any) -> Number:
-    """A measure figure as the SQL returned it: int and Decimal kept, floats and text as Decimal."""
+    """A figure as the SQL returned it: int and Decimal kept, floats and text as Decimal."""
     if value is None:
         return 0
     if isinstance(value, bool):
@@ -99,9 +165,14 @@ def _number(value: Any) -> Number:
     return Decimal(str(value).strip())
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Number) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class GateLimits:
-    """The publication_gate var: the four limits, and the var as given."""
+    """The publication_gate var: the table's four limits, the per-group
+    settings (defaults from ``GROUP_DEFAULTS``), and the var as given."""
 
     max_restated_share: float
     min_published_partitions: int
@@ -115,49 +186,72 @@ class GateLimits:
         missing = [name for name in LIMIT_NAMES if name not in limits]
         if missing:
             raise GateConfigError(f"var publication_gate needs {', '.join(LIMIT_NAMES)}; missing {', '.join(missing)}")
-        bad = [name for name in LIMIT_NAMES if isinstance(limits[name], bool) or not isinstance(limits[name], Number)]
+        bad = [name for name in LIMIT_NAMES if not _is_number(limits[name])]
+        unknown = sorted(set(limits) - set(LIMIT_NAMES) - set(GROUP_DEFAULTS))
+        if unknown:
+            raise GateConfigError(f"var publication_gate: unknown setting {', '.join(unknown)}")
+        settings = {**GROUP_DEFAULTS, **limits}
+        for name in GROUP_DEFAULTS:
+            value = settings[name]
+            if name in REASON_SETTINGS:
+                if isinstance(value, str) or not all(isinstance(reason, str) for reason in value or ()):
+                    raise GateConfigError(f"var publication_gate: {name} must be a list of reasons")
+                settings[name] = None if value is None else tuple(value)
+            elif value is not None and (not _is_number(value) or value < 0):
+                bad.append(name)
         if bad:
-            raise GateConfigError(f"var publication_gate: {', '.join(bad)} must be numbers")
+            raise GateConfigError(f"var publication_gate: {', '.join(bad)} must be numbers (0 or more)")
         # Values keep their type (an int limit prints as an int in messages).
-        return cls(**{name: limits[name] for name in LIMIT_NAMES}, settings=dict(limits))
+        return cls(**{name: limits[name] for name in LIMIT_NAMES}, settings=settings)
+
+    def setting(self, name: str) -> Any:
+        return self.settings[name]
 
 
 @dataclass(frozen=True)
 class GateFigures:
-    """The gated table's figures, from its partitions."""
+    """The gated table's figures: its groups, and the table's figures over
+    the partitions published as final."""
 
     measure: str
-    partitions: tuple[PartitionFigures, ...]
-    published_partitions: int
-    restated_partitions: int  # partitions (with a value) where a published row's measure changes
+    count: str | None
+    groups: tuple[GroupFigures, ...]
+    final_partitions: int
+    restated_partitions: int  # final partitions where a published row's measure changes
     restated_share: float
-    published_rows: int
-    added_rows: int
+    published_rows: int  # in final partitions
+    added_rows: int  # to final partitions
     row_change: float
-    published_total: float
+    published_total: float  # of the measure over final partitions
     total_delta: Number  # exact, as the SQL's type
     total_change: float
 
     @classmethod
-    def of(cls, measure: str, partitions: Iterable[PartitionFigures]) -> GateFigures:
-        partitions = tuple(partitions)
-        published = [partition for partition in partitions if partition.existed]
-        published_partitions = len(published)
-        published_rows = sum(partition.published_rows for partition in published)
-        restated_partitions = sum(
-            1 for partition in partitions if partition.partition_value is not None and partition.rows_restated > 0
-        )
-        added_rows = sum(partition.rows_added for partition in partitions)
+    def of(cls, measure: str, groups: Iterable[GroupFigures], count: str | None = None) -> GateFigures:
+        groups = tuple(groups)
+        by_partition: dict[str | None, list[GroupFigures]] = defaultdict(list)
+        for group in groups:
+            by_partition[group.partition_value].append(group)
+        final = [
+            members
+            for value, members in by_partition.items()
+            if value is not None and any(g.existed and g.published_status == "final" for g in members)
+        ]
+        final_groups = [group for members in final for group in members]
+        published_rows = sum(group.published_rows for group in final_groups)
+        added_rows = sum(group.rows_added for group in final_groups)
+        restated = sum(1 for members in final if any(group.rows_restated > 0 for group in members))
         with localcontext() as context:
             context.prec = 100
-            published_total = float(sum(partition.published_measure for partition in published))
-            total_delta = sum((partition.measure_change for partition in partitions), 0)
+            published_total = float(sum(group.published_measure for group in final_groups))
+            total_delta = sum((group.measure_change for group in final_groups), 0)
         return cls(
             measure=measure,
-            partitions=partitions,
-            published_partitions=published_partitions,
-            restated_partitions=restated_partitions,
-            restated_share=restated_partitions / published_partitions if published_partitions else 0,
+            count=count,
+            groups=groups,
+            final_partitions=len(final),
+            restated_partitions=restated,
+            restated_share=restated / len(final) if final else 0,
             published_rows=published_rows,
             added_rows=added_rows,
             row_change=added_rows / published_rows if published_rows else 0,
@@ -166,20 +260,35 @@ class GateFigures:
             total_change=abs(float(total_delta) / published_total) if published_total else 0,
         )
 
+    def partition_is_final(self, partition_value: str | None) -> bool:
+        return any(
+            group.existed and group.published_status == "final"
+            for group in self.groups
+            if group.partition_value == partition_value
+        )
+
+    def partition_is_published(self, partition_value: str | None) -> bool:
+        return any(group.existed for group in self.groups if group.partition_value == partition_value)
+
     def checks(self, limits: GateLimits) -> dict[str, Any]:
         """The figures and limits as logged (in this order) and stored in publication_gate_log.checks."""
         return {
-            "published_partitions": self.published_partitions,
+            "final_partitions": self.final_partitions,
             "restated_partitions": self.restated_partitions,
             "restated_share": self.restated_share,
             "published_rows": self.published_rows,
             "added_rows": self.added_rows,
             "row_change": self.row_change,
             "measure": self.measure,
+            "count": self.count,
             "published_total": self.published_total,
             "total_delta": float(self.total_delta),
             "total_change": self.total_change,
-            "limits": dict(limits.settings),
+            "changed_groups": sum(1 for group in self.groups if group.existed and group.changed),
+            "limits": {
+                name: list(value) if name in REASON_SETTINGS and value is not None else value
+                for name, value in limits.settings.items()
+            },
         }
 
 
@@ -195,16 +304,18 @@ class AllowedRange:
 class Breach:
     """A figure outside its allowed range."""
 
-    figure: str  # restated_share, total_change, row_change, ...
+    figure: str  # restated_share, total_change, row_change, final_change, ...
     partition: str | None  # None: the table as a whole
     observed: Number
     allowed: AllowedRange
     message: str
+    group: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "figure": self.figure,
             "partition": self.partition,
+            "group": self.group,
             "observed": self.observed,
             "allowed": [self.allowed.low, self.allowed.high],
             "message": self.message,
@@ -213,6 +324,10 @@ class Breach:
 
 def _percent(share: Number) -> Number:
     return round(share * 100, 1)
+
+
+def _signed_percent(share: Number) -> str:
+    return f"{'+' if share >= 0 else ''}{_percent(share)}%"
 
 
 def _table_share_breach(figure: str, observed: Number, limit: Number, what: str) -> list[Breach]:
@@ -231,13 +346,13 @@ def _table_share_breach(figure: str, observed: Number, limit: Number, what: str)
 
 
 def restated_share_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    if figures.published_partitions < limits.min_published_partitions:
+    if figures.final_partitions < limits.min_published_partitions:
         return []
     return _table_share_breach(
         "restated_share",
         figures.restated_share,
         limits.max_restated_share,
-        f"{figures.restated_partitions} of {figures.published_partitions} published partitions restated",
+        f"{figures.restated_partitions} of {figures.final_partitions} final partitions restated",
     )
 
 
@@ -246,7 +361,7 @@ def total_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Bre
         "total_change",
         figures.total_change,
         limits.max_total_change,
-        f"{figures.measure} total moves by {figures.total_delta} on {figures.published_total}",
+        f"{figures.measure} total over final partitions moves by {figures.total_delta} on {figures.published_total}",
     )
 
 
@@ -255,12 +370,220 @@ def row_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breac
         "row_change",
         figures.row_change,
         limits.max_row_change,
-        f"{figures.added_rows} rows added to {figures.published_rows} published",
+        f"{figures.added_rows} rows added to the {figures.published_rows} of final partitions",
     )
 
 
+def _relative(change: Number, base: Number) -> float:
+    """|change| / |base|; a change on nothing is infinite, no change is 0."""
+    if not change:
+        return 0.0
+    return abs(float(change) / float(base)) if base else float("inf")
+
+
+def _reasons_text(group: GroupFigures) -> str:
+    return ", ".join(sorted(group.reasons)) or "none recorded"
+
+
+def _judged_groups(figures: GateFigures) -> Iterable[GroupFigures]:
+    """Groups of published partitions that this write changes."""
+    return (
+        group
+        for group in figures.groups
+        if group.partition_value is not None and group.changed and figures.partition_is_published(group.partition_value)
+    )
+
+
+def final_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    limit = limits.setting("max_final_change")
+    if limit is None:
+        return
+    allowed_reasons = set(limits.setting("final_change_reasons") or ())
+    for group in _judged_groups(figures):
+        if not figures.partition_is_final(group.partition_value):
+            continue
+        if group.reasons and group.reasons <= allowed_reasons:
+            continue
+        observed = max(
+            _relative(group.measure_change, group.published_measure),
+            _relative(group.count_change, group.published_count) if figures.count else 0.0,
+            float("inf") if group.rows_added and not group.existed else 0.0,
+        )
+        if observed <= limit:
+            continue
+        low, high = _around(group.published_measure, limit)
+        yield Breach(
+            figure="final_change",
+            partition=group.partition_value,
+            group=group.group_value,
+            observed=observed,
+            allowed=AllowedRange(low, high),
+            message=(
+                f"{group.label} is final and its {figures.measure} moves from {group.published_measure} to "
+                f"{group.new_measure}{_count_text(figures, group)}; expected {_range_text(low, high)} "
+                f"(a final partition may change by {_percent(limit)}%; reasons: {_reasons_text(group)})"
+            ),
+        )
+
+
+def _around(value: Number, share: Number) -> tuple[Number, Number]:
+    spread = abs(value) * Decimal(str(share)) if isinstance(value, Decimal) else abs(value) * share
+    return value - spread, value + spread
+
+
+def _range_text(low: Number | None, high: Number | None) -> str:
+    if low is not None and high is not None and low == high:
+        return f"{low}"
+    if low is None:
+        return f"at most {high}"
+    if high is None:
+        return f"at least {low}"
+    return f"{low} to {high}"
+
+
+def _count_text(figures: GateFigures, group: GroupFigures) -> str:
+    if not figures.count or not group.count_change:
+        return ""
+    return f", {figures.count} from {group.published_count} to {group.new_count}"
+
+
+def unexplained_shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    reasons = limits.setting("shrink_reasons")
+    if reasons is None or not figures.count:
+        return
+    for group in _judged_groups(figures):
+        if group.count_change >= 0 or group.reasons & set(reasons):
+            continue
+        yield Breach(
+            figure="unexplained_shrink",
+            partition=group.partition_value,
+            group=group.group_value,
+            observed=group.new_count,
+            allowed=AllowedRange(group.published_count, None),
+            message=(
+                f"{group.label}: {figures.count} fall from {group.published_count} to {group.new_count} with no "
+                f"{' or '.join(reasons)} behind it (reasons: {_reasons_text(group)}); expected at least "
+                f"{group.published_count}, as late arrivals only add events"
+            ),
+        )
+
+
+def shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    limit = limits.setting("max_shrink")
+    if limit is None or not figures.count:
+        return
+    for group in _judged_groups(figures):
+        if group.count_change >= 0 or group.published_count < limits.setting("min_count"):
+            continue
+        shrink = _relative(group.count_change, group.published_count)
+        if shrink <= limit:
+            continue
+        low = group.published_count * (1 - Decimal(str(limit)))
+        yield Breach(
+            figure="shrink",
+            partition=group.partition_value,
+            group=group.group_value,
+            observed=-shrink,
+            allowed=AllowedRange(-limit, None),
+            message=(
+                f"{group.label}: {figures.count} fall from {group.published_count} to {group.new_count} "
+                f"({_signed_percent(-shrink)}); expected at least {_plain(low)} (at most {_percent(limit)}% fewer; "
+                f"reasons: {_reasons_text(group)})"
+            ),
+        )
+
+
+def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    limit = limits.setting("max_preliminary_growth")
+    if limit is None or not figures.count:
+        return
+    for group in _judged_groups(figures):
+        if group.published_status != "preliminary" or figures.partition_is_final(group.partition_value):
+            continue
+        if group.count_change <= 0 or group.published_count < limits.setting("min_count"):
+            continue
+        growth = _relative(group.count_change, group.published_count)
+        if growth <= limit:
+            continue
+        high = group.published_count * (1 + Decimal(str(limit)))
+        yield Breach(
+            figure="preliminary_growth",
+            partition=group.partition_value,
+            group=group.group_value,
+            observed=growth,
+            allowed=AllowedRange(None, limit),
+            message=(
+                f"{group.label} is preliminary and its {figures.count} grow from {group.published_count} to "
+                f"{group.new_count} ({_signed_percent(growth)}); expected at most {_plain(high)} (its day has "
+                f"closed: at most {_percent(limit)}% more; reasons: {_reasons_text(group)})"
+            ),
+        )
+
+
+def _plain(value: Number) -> Number:
+    """A bound for a message: whole numbers without decimals, others to 2 places."""
+    value = Decimal(str(value))
+    return int(value) if value == value.to_integral_value() else value.quantize(Decimal("0.01"))
+
+
+def _value_per_event(measure: Number, count: Number) -> Decimal | None:
+    return Decimal(str(measure)) / Decimal(str(count)) if count and count > 0 else None
+
+
+def value_outlier_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    factor = limits.setting("max_value_factor")
+    if factor is None or not figures.count:
+        return
+    history: dict[str | None, list[tuple[str | None, Decimal]]] = defaultdict(list)
+    for group in figures.groups:
+        value = _value_per_event(group.published_measure, group.published_count) if group.existed else None
+        if value is not None:
+            history[group.group_value].append((group.partition_value, value))
+    for group in _judged_groups(figures):
+        if not group.measure_change:
+            continue
+        value = _value_per_event(group.new_measure, group.new_count)
+        if value is None or value <= 0:
+            continue
+        others = [v for partition, v in history[group.group_value] if partition != group.partition_value]
+        if len(others) >= limits.setting("min_history"):
+            typical, source = statistics.median(others), f"the median of its {len(others)} other published partitions"
+        elif group.published_count >= limits.setting("min_count"):
+            typical = _value_per_event(group.published_measure, group.published_count)
+            source = "its published value"
+        else:
+            continue  # one or two events say too little about what is typical
+        if typical is None or typical <= 0:
+            continue
+        high = typical * Decimal(str(factor))
+        if value <= high:
+            continue
+        what = f"{figures.measure} / {figures.count}"
+        yield Breach(
+            figure="value_outlier",
+            partition=group.partition_value,
+            group=group.group_value,
+            observed=value,
+            allowed=AllowedRange(None, high),
+            message=(
+                f"{group.label}: {what} is {_plain(value)} ({figures.measure} {group.new_measure} over "
+                f"{group.new_count}); expected at most {_plain(high)} ({factor} x {_plain(typical)}, {source}; "
+                f"reasons: {_reasons_text(group)})"
+            ),
+        )
+
+
 Check = Callable[[GateFigures, GateLimits], Iterable[Breach]]
-CHECKS: tuple[Check, ...] = (restated_share_check, total_change_check, row_change_check)
+CHECKS: tuple[Check, ...] = (
+    final_change_check,
+    unexplained_shrink_check,
+    shrink_check,
+    growth_check,
+    value_outlier_check,
+    restated_share_check,
+    total_change_check,
+    row_change_check,
+)
 
 
 @dataclass(frozen=True)
@@ -289,11 +612,12 @@ class GateJudgement:
 
 def judge(
     measure: str,
-    partitions: Iterable[PartitionFigures],
+    groups: Iterable[GroupFigures],
     limits: GateLimits,
     checks: Sequence[Check] = CHECKS,
+    count: str | None = None,
 ) -> GateJudgement:
     """Runs every check on the table's figures; breaches come in the order of ``checks``."""
-    figures = GateFigures.of(measure, partitions)
+    figures = GateFigures.of(measure, groups, count)
     breaches = tuple(breach for check in checks for breach in check(figures, limits))
     return GateJudgement(figures=figures, limits=limits, breaches=breaches)

@@ -10,8 +10,10 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -157,12 +159,42 @@ def write_ndjson(tmp_path: Path):
 
     def write(name: str, rows: list[dict[str, Any] | str]) -> Path:
         path = tmp_path / name
-        path.write_text(
-            "".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows)
-        )
+        path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
         return path
 
     return write
+
+
+@dataclass
+class Webhook:
+    """A real HTTP server on 127.0.0.1 that keeps what is POSTed to it."""
+
+    url: str
+    received: list[tuple[str, Any]] = field(default_factory=list)
+    status: int = 204  # the answer to every POST
+
+
+@pytest.fixture
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook(url="")
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            hook.received.append((self.headers["Content-Type"], json.loads(body)))
+            self.send_response(hook.status)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    hook.url = f"http://127.0.0.1:{server.server_port}/digest"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield hook
+    server.shutdown()
+    server.server_close()
 
 
 # What ran and how long each part took, printed at the end of every run.

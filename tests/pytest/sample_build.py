@@ -22,8 +22,8 @@ AS_OF = "2024-01-21T00:00:00+00:00"
 # models, and no data tests: the answers are the point here, and
 # test_late_arrival_sample.py runs the sample's data tests.
 SELECT = (
-    "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
-    " +lateness_alerts +volume_against_baseline"
+    "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
+    " +gold_ytd_revenue +gold_revenue_by_tier +lateness_alerts +volume_against_baseline"
 )
 BUILD_ARGS = ("build", "--select", SELECT, "--exclude", "resource_type:test")
 BUILD_VARS = {"as_of": AS_OF}
@@ -37,6 +37,8 @@ COMPARED_TABLES = (
     "gold.gold_hourly_revenue",
     "gold.gold_weekly_revenue",
     "gold.gold_monthly_revenue",
+    "gold.gold_quarterly_revenue",
+    "gold.gold_ytd_revenue",
     "gold.gold_revenue_by_tier",
 )
 COUNTED_TABLES = (

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import ROOT, Project
+from tests.pytest.conftest import ROOT, Project, Webhook
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
-SELECT = "+gold_daily_revenue +late_arrival_audit"
+SELECT = "+gold_daily_revenue +late_arrival_audit restatement_digest"
 SOURCE = "partner"
 
 
@@ -192,9 +192,11 @@ def test_backfill_over_loaded_data_does_not_double_count(deployment: Deployment)
 
 
 def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
-    manifest = deployment.project.table("audit", "gold_change_manifest").where(
-        "model = 'gold_daily_revenue' and backfill = 'backfill: partner resend 2'"
-    ).collect()
+    manifest = (
+        deployment.project.table("audit", "gold_change_manifest")
+        .where("model = 'gold_daily_revenue' and backfill = 'backfill: partner resend 2'")
+        .collect()
+    )
     # Only 2024-01-02 changed values (h5); the rest of the window was recomputed and
     # found equal. 2024-03-09's daily close passed at 2024-03-11T00:00, before this
     # run's as_of, so its row moved from live to preliminary.
@@ -266,8 +268,12 @@ def test_replay_repairs_a_wrong_dedup_rule(deployment: Deployment, tmp_path: Pat
     assert [(r.event_id, r.reason) for r in audit] == [("d1", "replay: dedup fix")]
 
 
-def test_gate_blocks_a_large_restatement_until_overridden(deployment: Deployment) -> None:
-    # Correcting p1 from 100 to 1000 moves the published net revenue total by far more than 25%.
+def test_gate_blocks_a_large_restatement_until_overridden(
+    deployment: Deployment, webhook: Webhook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Correcting p1 from 100 to 1000 makes 2024-03-08's net revenue per order 1050.00 / 2 = 525, against
+    # partner's other published days: 01-01 30, 01-02 65 / 2, 01-03 60 and 03-09 (80 - 20 + 12) / 2 = 36,
+    # whose median is (32.5 + 36) / 2 = 34.25: at most 5 x 34.25 = 171.25 is expected.
     correction = [event("c1", "2024-03-08T10:00:00+00:00", 1000, is_correction=True, corrects_event_id="p1")]
     deployment.land("correction.ndjson", correction, "2024-03-13T00:00:00+00:00")
     published = deployment.rows("gold", "gold_daily_revenue")
@@ -278,15 +284,42 @@ def test_gate_blocks_a_large_restatement_until_overridden(deployment: Deployment
     )
     assert not result.success
     blocked = [m for m in deployment.project.messages if "Publication gate blocked gold_daily_revenue" in m]
-    assert blocked and "total moves by" in blocked[0]
+    assert (
+        blocked
+        and (
+            "partition 2024-03-08 (partner): net_revenue / orders is 525 (net_revenue 1050.00 over 2); expected at most"
+            " 171.25 (5 x 34.25, the median of its 4 other published partitions; reasons: correction)"
+        )
+        in blocked[0]
+    )
     assert deployment.rows("gold", "gold_daily_revenue") == published
     assert deployment.snapshots("gold", "gold_daily_revenue") == snapshots
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log")
     assert [(r.model, r.decision) for r in log] == [("gold_daily_revenue", "blocked")]
 
+    # The run's restatement digest goes to a webhook that answers 500: logged, not fatal.
+    monkeypatch.setenv("LATECOMER_DIGEST_WEBHOOK", webhook.url)
+    webhook.status = 500
     deployment.project.build(
         as_of="2024-03-13T02:00:00+00:00", select=SELECT, publication_gate_override="p1 price fix confirmed"
     )
+    written = json.loads((deployment.project.target_path / "restatement_digest.json").read_text())
+    assert [
+        (p["model"], p["period"], p["before"]["net_revenue"], p["after"]["net_revenue"]) for p in written["periods"]
+    ] == [("gold_daily_revenue", "2024-03-08", "150.00", "1050.00")]
+    assert written["periods"][0]["delta"]["net_revenue"] == "900.00"
+    assert written["periods"][0]["causes"] == [{"reason": "correction", "rows": 1}]
+    assert webhook.received == [("application/json", written)]
+    assert any(
+        m.startswith("Restatement digest: 1 published period(s) restated") and "webhook failed (HTTPError" in m
+        for m in deployment.project.messages
+    )
+    markdown = (deployment.project.target_path / "restatement_digest.md").read_text()
+    assert "| gold_daily_revenue | 2024-03-08 | 150.00 | 1050.00 | +900.00 | correction (1) |" in markdown
+    digest_rows = deployment.project.sql("select * from {schema}_audit.restatement_digest")
+    assert [(r.model, r.period, r.net_revenue_delta, list(r.causes)) for r in digest_rows] == [
+        ("gold_daily_revenue", "2024-03-08", Decimal("900.00"), ["correction"])
+    ]
     assert deployment.gold()[date(2024, 3, 8)] == (2, Decimal("1050.00"), Decimal("0.00"))
     assert deployment.gold() == deployment.expected_gold((date(2024, 1, 1), date(2024, 3, 9)))
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log order by logged_run_at")

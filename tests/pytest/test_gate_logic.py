@@ -1,9 +1,10 @@
 """The publication gate's arithmetic without Spark: python_jobs.core.gate.
 
-Figures are per partition, as the gate's SQL returns them; expected figures,
-breaches and messages are worked out by hand. The limits are the project's
-defaults (dbt_project.yml). The gate inside a build (blocking, the log
-table, the override) is exercised with Spark by tests/pytest/test_backfill.py.
+Figures are per partition and group (source), as the gate's SQL returns them;
+expected figures, breaches and messages are worked out by hand. The limits are
+the project's defaults (dbt_project.yml, checked equal to the code's). The
+gate inside a build (blocking, the log table, the override) runs with Spark in
+tests/pytest/test_gate_schedule.py and tests/pytest/test_backfill.py.
 """
 
 from __future__ import annotations
@@ -12,144 +13,274 @@ import json
 from decimal import Decimal
 
 import pytest
+import yaml
 from dbt.adapters.latecomer.impl import LatecomerAdapter
 from dbt_common.clients.agate_helper import table_from_data_flat
 
 from python_jobs.core import gate
-from python_jobs.core.gate import AllowedRange, Breach, GateConfigError, GateLimits, PartitionFigures
+from python_jobs.core.gate import AllowedRange, Breach, GateConfigError, GateLimits, GroupFigures
+from tests.pytest.conftest import ROOT
 
-DEFAULTS = {
-    "max_restated_share": 0.5,
-    "min_published_partitions": 7,
-    "max_total_change": 0.25,
-    "max_row_change": 0.5,
-}
+DEFAULTS = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["publication_gate"]
 LIMITS = GateLimits.from_mapping(DEFAULTS)
 
 
-def partition(
-    value: str | None,
+def group(
+    partition: str | None,
     published: str = "100.00",
     new: str | None = None,
+    *,
+    status: str = "final",
+    source: str | None = "web",
+    orders: int = 10,
+    new_orders: int | None = None,
     rows: int = 1,
     added: int = 0,
-    restated: int = 0,
+    restated: int | None = None,
     existed: bool = True,
-) -> PartitionFigures:
-    return PartitionFigures(
-        partition_value=value,
+    reasons: str = "late_arrival",
+) -> GroupFigures:
+    """One (partition, source) group: published `published` over `orders`, left at `new` over `new_orders`."""
+    new = new if new is not None else published
+    new_orders = new_orders if new_orders is not None else orders
+    published_measure = Decimal(published) if existed else Decimal(0)
+    published_orders = orders if existed else 0
+    changed = Decimal(new) != published_measure
+    return GroupFigures(
+        partition_value=partition,
+        group_value=source,
         existed=existed,
+        published_status=status if existed else None,
         published_rows=rows if existed else 0,
-        published_measure=Decimal(published) if existed else 0,
-        new_measure=Decimal(new if new is not None else published),
-        rows_added=added,
-        rows_restated=restated,
+        published_measure=published_measure,
+        measure_change=Decimal(new) - published_measure,
+        published_count=published_orders,
+        count_change=new_orders - published_orders,
+        rows_added=added if existed else rows,
+        rows_restated=(int(changed) if existed else 0) if restated is None else restated,
+        reasons=frozenset(reasons.split(",")) if reasons and (changed or new_orders != orders) else frozenset(),
     )
 
 
-def days(count: int, restated: int = 0) -> list[PartitionFigures]:
-    """`count` published partitions of 100.00 each; the first `restated` restated by +1.00."""
+def days(count: int, restated: int = 0, status: str = "final", first: int = 1) -> list[GroupFigures]:
+    """`count` published days of 100.00 over 10 orders each from March `first`; the first `restated` moved by +1.00."""
     return [
-        partition(f"2024-03-{day:02d}", new="101.00" if day <= restated else None, restated=int(day <= restated))
-        for day in range(1, count + 1)
+        group(f"2024-03-{day:02d}", new="101.00" if day < first + restated else None, status=status)
+        for day in range(first, first + count)
     ]
 
 
-def judge(partitions: list[PartitionFigures], limits: GateLimits = LIMITS) -> gate.GateJudgement:
-    return gate.judge("net_revenue", partitions, limits)
+def judge(groups: list[GroupFigures], limits: GateLimits = LIMITS) -> gate.GateJudgement:
+    return gate.judge("net_revenue", groups, limits, count="orders")
 
 
-# ------------------------------------------------------------ restated_share
+def limits(**settings: object) -> GateLimits:
+    return GateLimits.from_mapping({**DEFAULTS, **settings})
 
 
-def test_restated_share_exactly_at_the_limit_passes() -> None:
-    judgement = judge(days(8, restated=4))  # 4 / 8 = 0.5, total +4.00 on 800.00
-    assert judgement.passed
-    assert judgement.figures.restated_share == 0.5
+def figures_of(judgement: gate.GateJudgement) -> list[tuple[str, str | None, str | None]]:
+    return [(breach.figure, breach.partition, breach.group) for breach in judgement.breaches]
 
 
-def test_restated_share_above_the_limit_breaches() -> None:
-    judgement = judge(days(8, restated=5))  # 5 / 8 = 0.625
-    assert judgement.breaches == (
-        Breach(
-            figure="restated_share",
-            partition=None,
-            observed=0.625,
-            allowed=AllowedRange(None, 0.5),
-            message="5 of 8 published partitions restated (62.5% > 50.0%)",
-        ),
+# --------------------------------------------------- what normal operation does
+
+
+def test_live_partitions_filling_in_pass() -> None:
+    # The first gate's false alarm: yesterday's live partitions filling in moved
+    # the whole table's total by 39.7 %. Here they grow 4x and 52x, freely.
+    history = days(6, status="final")
+    live = [
+        group("2024-03-07", "120.00", "520.00", status="live", orders=12, new_orders=52),
+        group("2024-03-08", "8.01", "416.02", status="live", orders=1, new_orders=52),
+    ]
+    judgement = judge([*history, *live])
+    assert judgement.passed, judgement.summary
+    assert judgement.figures.final_partitions == 6 and judgement.figures.total_change == 0
+
+
+def test_a_preliminary_partition_may_gain_its_late_tail() -> None:
+    # 20 orders when its day closed, 30 now: +50 %, exactly the limit
+    judgement = judge(
+        [*days(6), group("2024-03-07", "200.00", "300.00", status="preliminary", orders=20, new_orders=30)]
     )
+    assert judgement.passed
 
 
-def test_restated_share_is_not_judged_below_min_published_partitions() -> None:
-    assert judge(days(6, restated=6)).passed  # 6 published < 7: every one may change
-    assert not judge(days(7, restated=7)).passed  # exactly 7: judged
-
-
-def test_partitions_without_a_value_are_not_counted_as_restated() -> None:
-    figures = judge([*days(7), partition(None, restated=1, existed=False)]).figures
-    assert figures.restated_partitions == 0 and figures.published_partitions == 7
-
-
-# -------------------------------------------------------------- total_change
-
-
-def test_total_change_exactly_at_the_limit_passes() -> None:
-    # 400.00 published; one row +100.00: 100 / 400 = 0.25
-    judgement = judge([partition("2024-03-01", "400.00", new="500.00", restated=1)])
-    assert judgement.passed and judgement.figures.total_change == 0.25
-
-
-def test_total_change_above_the_limit_breaches() -> None:
-    judgement = judge([partition("2024-03-01", "400.00", new="500.01", restated=1)])
-    (breach,) = judgement.breaches
-    assert breach.figure == "total_change" and breach.allowed == AllowedRange(None, 0.25)
-    assert breach.observed == pytest.approx(0.250025)
-    # the change keeps the measure's scale; the published total is a float; 25.0025 % rounds to 25.0
-    assert breach.message == "net_revenue total moves by 100.01 on 400.0 (25.0% > 25.0%)"
-
-
-def test_total_change_counts_decreases_and_rows_added_to_published_partitions() -> None:
+def test_new_partitions_and_new_groups_of_live_ones_are_publication() -> None:
     judgement = judge(
         [
-            partition("2024-03-01", "100.00", new="40.00", restated=1),  # -60.00
-            partition("2024-03-02", "100.00", new="130.00", added=1, rows=2),  # +30.00 from a new row
+            *days(7),
+            group("2024-03-08", new="500.00", existed=False, new_orders=5, status="live"),
+            group("2024-03-09", "100.00", status="live"),
+            group("2024-03-09", new="900.00", source="backoffice", existed=False, new_orders=9),
         ]
     )
-    assert judgement.figures.total_delta == Decimal("-30.00")
-    assert judgement.figures.total_change == 0.15 and judgement.figures.added_rows == 1
+    assert judgement.passed, judgement.summary
 
 
-def test_a_new_partition_is_publication_not_restatement() -> None:
-    # The SQL gives a partition not yet published only the change of rows that existed: none.
-    judgement = judge([*days(8), partition("2024-04-01", new="0", existed=False)])
-    assert judgement.passed
-    assert judgement.figures.published_partitions == 8 and judgement.figures.total_delta == 0
+# ------------------------------------------------------------ final partitions
 
 
-def test_zero_published_total() -> None:
-    judgement = judge([partition("2024-03-01", "0.00", new="50.00", restated=1)])
-    assert judgement.passed  # no ratio to a total of zero
-    checks = judgement.figures.checks(LIMITS)
-    assert checks["published_total"] == 0.0 and checks["total_delta"] == 50.0 and checks["total_change"] == 0
+def test_any_change_to_a_final_partition_breaches() -> None:
+    judgement = judge([*days(6), group("2024-03-07", "100.00", "130.00", orders=10, new_orders=11)])
+    (breach,) = judgement.breaches
+    assert (breach.figure, breach.partition, breach.group) == ("final_change", "2024-03-07", "web")
+    assert breach.allowed == AllowedRange(Decimal("100.00"), Decimal("100.00"))
+    assert breach.message == (
+        "partition 2024-03-07 (web) is final and its net_revenue moves from 100.00 to 130.00, orders from 10 to 11;"
+        " expected 100.00 (a final partition may change by 0%; reasons: late_arrival)"
+    )
 
 
-def test_nothing_published() -> None:
-    judgement = judge([partition("2024-03-01", new="50.00", existed=False)])
-    assert judgement.passed
-    checks = judgement.figures.checks(LIMITS)
-    assert (checks["published_partitions"], checks["restated_share"], checks["row_change"]) == (0, 0, 0)
+def test_a_new_source_in_a_final_partition_is_a_change_to_it() -> None:
+    judgement = judge([*days(7), group("2024-03-07", new="50.00", source="partner", existed=False, new_orders=1)])
+    assert figures_of(judgement) == [("final_change", "2024-03-07", "partner")]
 
 
-# ---------------------------------------------------------------- row_change
+def test_final_partitions_may_change_for_the_reasons_allowed() -> None:
+    backfill = group("2024-03-07", "100.00", "120.00", new_orders=12, reasons="backfill")
+    assert judge([*days(6), backfill]).passed
+    mixed = group("2024-03-07", "100.00", "120.00", new_orders=12, reasons="backfill,late_arrival")
+    assert figures_of(judge([*days(6), mixed])) == [("final_change", "2024-03-07", "web")]
 
 
-def test_row_change_exactly_at_the_limit_passes_and_above_breaches() -> None:
-    # 4 published rows (published measure 0 so the total check stays quiet)
-    at_limit = [partition("2024-03-01", "0", rows=4, added=2)]
-    assert judge(at_limit).passed
-    above = judge([partition("2024-03-01", "0", rows=4, added=3)])
-    assert [breach.message for breach in above.breaches] == ["3 rows added to 4 published (75.0% > 50.0%)"]
+def test_max_final_change_allows_a_small_change_and_null_turns_it_off() -> None:
+    small = [*days(6), group("2024-03-07", "100.00", "110.00", new_orders=11)]
+    assert judge(small, limits(max_final_change=0.1)).passed  # +10 % in measure and orders: at the limit
+    assert figures_of(judge(small, limits(max_final_change=0.09))) == [("final_change", "2024-03-07", "web")]
+    assert judge(small, limits(max_final_change=None)).passed
+
+
+# ----------------------------------------------------------------- shrinking
+
+
+def test_a_fall_in_events_with_no_deletion_or_correction_breaches() -> None:
+    judgement = judge([group("2024-03-07", "100.00", "90.00", status="live", new_orders=9)])
+    (breach,) = judgement.breaches
+    assert breach.figure == "unexplained_shrink" and breach.allowed == AllowedRange(10, None)
+    assert breach.message == (
+        "partition 2024-03-07 (web): orders fall from 10 to 9 with no deletion or correction or dimension_change"
+        " or backfill or replay behind it (reasons: late_arrival); expected at least 10, as late arrivals only"
+        " add events"
+    )
+
+
+def test_a_deletion_explains_a_fall_up_to_max_shrink() -> None:
+    half = group("2024-03-07", "100.00", "50.00", status="preliminary", new_orders=5, reasons="deletion")
+    assert judge([half]).passed  # -50 %: at the limit
+
+
+def test_a_day_deleted_breaches_even_with_its_deletions() -> None:
+    judgement = judge(
+        [group("2024-03-07", "240.00", "0.00", status="preliminary", orders=12, new_orders=0, reasons="deletion")]
+    )
+    (breach,) = judgement.breaches
+    assert (breach.figure, breach.observed, breach.allowed) == ("shrink", -1.0, AllowedRange(-0.5, None))
+    assert breach.message == (
+        "partition 2024-03-07 (web): orders fall from 12 to 0 (-100.0%); expected at least 6"
+        " (at most 50.0% fewer; reasons: deletion)"
+    )
+
+
+def test_small_groups_are_left_to_the_other_checks() -> None:
+    # 4 published orders, all deleted: below min_count, so not a share
+    assert judge(
+        [group("2024-03-07", "40.00", "0.00", status="live", orders=4, new_orders=0, reasons="deletion")]
+    ).passed
+
+
+# ------------------------------------------------------------------- growth
+
+
+def test_a_preliminary_day_counted_twice_breaches() -> None:
+    judgement = judge(
+        [*days(6), group("2024-03-07", "200.00", "400.00", status="preliminary", orders=20, new_orders=40)]
+    )
+    (breach,) = judgement.breaches
+    assert (breach.figure, breach.observed, breach.allowed) == ("preliminary_growth", 1.0, AllowedRange(None, 0.5))
+    assert breach.message == (
+        "partition 2024-03-07 (web) is preliminary and its orders grow from 20 to 40 (+100.0%); expected at most 30"
+        " (its day has closed: at most 50.0% more; reasons: late_arrival)"
+    )
+
+
+def test_growth_of_a_small_preliminary_group_is_not_a_share() -> None:
+    assert judge([group("2024-03-07", "40.00", "120.00", status="preliminary", orders=4, new_orders=12)]).passed
+
+
+# ------------------------------------------------------------ value outliers
+
+
+def test_amounts_a_hundred_times_too_high_breach_against_the_groups_history() -> None:
+    # history: 10.00 per order on each of 6 days; the live day's amounts are x100
+    judgement = judge([*days(6), group("2024-03-07", "100.00", "10000.00", status="live")])
+    (breach,) = judgement.breaches
+    assert (breach.figure, breach.observed, breach.allowed) == ("value_outlier", 1000, AllowedRange(None, 50))
+    assert breach.message == (
+        "partition 2024-03-07 (web): net_revenue / orders is 1000 (net_revenue 10000.00 over 10); expected at most 50"
+        " (5 x 10, the median of its 6 other published partitions; reasons: late_arrival)"
+    )
+
+
+def test_the_typical_value_is_the_groups_own_not_another_sources() -> None:
+    # mobile sells at 100.00 an order, web at 10.00: mobile's 100.00 is no outlier
+    mobile = [group(f"2024-03-{day:02d}", "1000.00", source="mobile", status="final") for day in range(1, 7)]
+    judgement = judge(
+        [
+            *days(6),
+            *mobile,
+            group("2024-03-07", "500.00", "1000.00", status="live", source="mobile", orders=5, new_orders=10),
+        ]
+    )
+    assert judgement.passed, judgement.summary
+
+
+def test_without_history_a_value_is_compared_with_its_published_one_of_enough_events() -> None:
+    judgement = judge([group("2024-03-07", "100.00", "700.00", status="preliminary", orders=10, new_orders=12)])
+    (breach,) = judgement.breaches
+    assert breach.figure == "value_outlier" and breach.allowed == AllowedRange(None, Decimal("50.00"))
+    assert "(5 x 10, its published value;" in breach.message
+
+
+def test_one_or_two_events_are_no_typical_value() -> None:
+    # one order of 13.61 published, a second of 140.83 arrives: no history, too few events to judge
+    assert judge([group("2024-03-07", "13.61", "154.44", status="live", orders=1, new_orders=2)]).passed
+
+
+def test_a_late_refund_lowering_the_value_is_no_outlier() -> None:
+    assert judge([*days(6), group("2024-03-07", "100.00", "5.00", status="preliminary")]).passed
+
+
+# -------------------------------------------------- the table, over final partitions
+
+
+def test_restated_share_of_final_partitions() -> None:
+    at_limit = limits(max_final_change=None)
+    assert judge(days(8, restated=4), at_limit).passed  # 4 / 8 = 0.5
+    (breach,) = judge(days(8, restated=5), at_limit).breaches
+    assert breach == Breach(
+        figure="restated_share",
+        partition=None,
+        observed=0.625,
+        allowed=AllowedRange(None, 0.5),
+        message="5 of 8 final partitions restated (62.5% > 50.0%)",
+    )
+    assert judge(days(6, restated=6), at_limit).passed  # 6 final < 7: not judged
+
+
+def test_total_and_row_change_of_final_partitions() -> None:
+    open_partitions = limits(max_final_change=None)
+    judgement = judge([group("2024-03-01", "400.00", "500.01", rows=4, added=3)], open_partitions)
+    assert figures_of(judgement) == [("total_change", None, None), ("row_change", None, None)]
+    assert judgement.summary == (
+        "net_revenue total over final partitions moves by 100.01 on 400.0 (25.0% > 25.0%); "
+        "3 rows added to the 4 of final partitions (75.0% > 50.0%)"
+    )
+
+
+def test_live_and_preliminary_partitions_are_not_in_the_table_figures() -> None:
+    figures = judge([*days(3), *days(4, restated=4, status="preliminary", first=10)]).figures
+    assert (figures.final_partitions, figures.restated_partitions, figures.total_delta) == (3, 0, 0)
 
 
 # ------------------------------------------------------------- the whole gate
@@ -157,14 +288,12 @@ def test_row_change_exactly_at_the_limit_passes_and_above_breaches() -> None:
 
 def test_breaches_come_in_check_order_and_word_the_block() -> None:
     judgement = judge(
-        [partition(f"2024-03-{day:02d}", new="1000.00", rows=1, added=1, restated=1) for day in range(1, 9)]
+        [
+            group("2024-03-01", "100.00", "120.00", new_orders=12),
+            group("2024-03-02", "240.00", "0.00", status="live", orders=12, new_orders=0, reasons="deletion"),
+        ]
     )
-    assert [breach.figure for breach in judgement.breaches] == ["restated_share", "total_change", "row_change"]
-    assert judgement.summary == (
-        "8 of 8 published partitions restated (100.0% > 50.0%); "
-        "net_revenue total moves by 7200.00 on 800.0 (900.0% > 25.0%); "
-        "8 rows added to 8 published (100.0% > 50.0%)"
-    )
+    assert figures_of(judgement) == [("final_change", "2024-03-01", "web"), ("shrink", "2024-03-02", "web")]
     assert judgement.blocked_message("gold_daily_revenue") == (
         "Publication gate blocked gold_daily_revenue: " + judgement.summary + ". Nothing was written; the previous"
         " version stays visible. If the change is expected, re-run with"
@@ -172,52 +301,45 @@ def test_breaches_come_in_check_order_and_word_the_block() -> None:
     )
 
 
-def test_checks_are_logged_in_order_with_the_limits() -> None:
-    checks = judge(days(8, restated=2)).figures.checks(LIMITS)
-    assert json.dumps(checks) == (
-        '{"published_partitions": 8, "restated_partitions": 2, "restated_share": 0.25, "published_rows": 8,'
-        ' "added_rows": 0, "row_change": 0.0, "measure": "net_revenue", "published_total": 800.0,'
-        ' "total_delta": 2.0, "total_change": 0.0025, "limits": {"max_restated_share": 0.5,'
-        ' "min_published_partitions": 7, "max_total_change": 0.25, "max_row_change": 0.5}}'
-    )
+def test_checks_are_logged_with_the_limits() -> None:
+    checks = judge(days(8, restated=2), limits(max_final_change=None)).figures.checks(LIMITS)
+    assert json.loads(json.dumps(checks)) == {
+        "final_partitions": 8,
+        "restated_partitions": 2,
+        "restated_share": 0.25,
+        "published_rows": 8,
+        "added_rows": 0,
+        "row_change": 0.0,
+        "measure": "net_revenue",
+        "count": "orders",
+        "published_total": 800.0,
+        "total_delta": 2.0,
+        "total_change": 0.0025,
+        "changed_groups": 2,
+        "limits": DEFAULTS,
+    }
 
 
-def test_limits_keep_their_type_in_messages() -> None:
-    wide_open = GateLimits.from_mapping({**DEFAULTS, "max_restated_share": 1, "min_published_partitions": 1})
-    assert judge(days(2, restated=2), wide_open).passed  # 1.0 is not above 1
-    strict = GateLimits.from_mapping({**DEFAULTS, "max_restated_share": 0, "min_published_partitions": 1})
-    assert judge(days(2, restated=1), strict).summary.startswith("1 of 2 published partitions restated (50.0% > 0%)")
+def test_the_code_defaults_are_the_projects() -> None:
+    assert {name: DEFAULTS[name] for name in gate.GROUP_DEFAULTS} == {
+        name: list(value) if isinstance(value, tuple) else value for name, value in gate.GROUP_DEFAULTS.items()
+    }
+    # a var naming only the table limits takes the code's per-group defaults
+    table_only = GateLimits.from_mapping({name: DEFAULTS[name] for name in gate.LIMIT_NAMES})
+    assert table_only.settings == LIMITS.settings
 
 
-def test_limits_must_be_complete_numbers() -> None:
+def test_settings_must_be_known_and_well_typed() -> None:
     with pytest.raises(GateConfigError, match="missing max_row_change"):
         GateLimits.from_mapping({key: value for key, value in DEFAULTS.items() if key != "max_row_change"})
     with pytest.raises(GateConfigError, match="max_total_change must be numbers"):
-        GateLimits.from_mapping({**DEFAULTS, "max_total_change": "25%"})
-
-
-def test_a_check_of_one_partition_plugs_in() -> None:
-    """How an expectation-aware check is added: it reads the partitions and names the one it flags."""
-
-    def within_expected(figures: gate.GateFigures, limits: GateLimits) -> list[Breach]:
-        low, high = limits.settings["expected"]
-        return [
-            Breach("partition_measure", p.partition_value, p.new_measure, AllowedRange(low, high), "outside")
-            for p in figures.partitions
-            if not low <= p.new_measure <= high
-        ]
-
-    limits = GateLimits.from_mapping({**DEFAULTS, "expected": (Decimal("90"), Decimal("110"))})
-    judgement = gate.judge("net_revenue", days(3, restated=1), limits, checks=(*gate.CHECKS, within_expected))
-    assert judgement.passed
-    judgement = gate.judge(
-        "net_revenue",
-        [*days(2), partition("2024-03-03", new="150.00", restated=1)],
-        limits,
-        checks=(*gate.CHECKS, within_expected),
-    )
-    # the total moves by 50 / 300, within 25 %; the partition leaves its interval
-    assert [(b.figure, b.partition) for b in judgement.breaches] == [("partition_measure", "2024-03-03")]
+        limits(max_total_change="25%")
+    with pytest.raises(GateConfigError, match="max_shrink must be numbers"):
+        limits(max_shrink=-0.1)
+    with pytest.raises(GateConfigError, match="unknown setting max_growth"):
+        limits(max_growth=1)
+    with pytest.raises(GateConfigError, match="shrink_reasons must be a list of reasons"):
+        limits(shrink_reasons="deletion")
 
 
 # --------------------------------------------- the adapter method, as the macro calls it
@@ -227,46 +349,46 @@ def test_adapter_method_reads_the_figures_query() -> None:
     rows = [  # as run_query returns the gate's SQL: decimals, ints, booleans, text
         {
             "partition_value": "2024-03-08",
+            "group_value": "partner",
             "existed": True,
-            "published_rows": 2,
+            "published_status": "preliminary",
+            "published_rows": 1,
             "published_measure": Decimal("150.00"),
-            "new_measure": Decimal("1050.00"),
+            "measure_change": Decimal("900.00"),
+            "published_count": 6,
+            "count_change": 0,
             "rows_added": 0,
             "rows_restated": 1,
+            "reasons": "correction",
         },
         {
             "partition_value": "2024-03-09",
+            "group_value": "partner",
             "existed": True,
+            "published_status": "live",
             "published_rows": 1,
             "published_measure": Decimal("60.00"),
-            "new_measure": Decimal("60.00"),
+            "measure_change": Decimal("0.00"),
+            "published_count": 1,
+            "count_change": 0,
             "rows_added": 0,
             "rows_restated": 0,
-        },
-        {
-            "partition_value": "2024-03-10",
-            "existed": False,
-            "published_rows": 0,
-            "published_measure": Decimal("0.00"),
-            "new_measure": Decimal("0.00"),
-            "rows_added": 0,
-            "rows_restated": 0,
+            "reasons": None,
         },
     ]
     table = table_from_data_flat(rows, list(rows[0]))
-    judgement = LatecomerAdapter.publication_gate_judgement(None, table, "net_revenue", DEFAULTS, "gold_daily_revenue")
+    judgement = LatecomerAdapter.publication_gate_judgement(
+        None, table, "net_revenue", DEFAULTS, "gold_daily_revenue", "orders"
+    )
     assert judgement["error"] is None and judgement["passed"] is False
-    assert judgement["summary"] == "net_revenue total moves by 900.00 on 210.0 (428.6% > 25.0%)"
-    assert judgement["breaches"] == [
-        {
-            "figure": "total_change",
-            "partition": None,
-            "observed": 900 / 210,
-            "allowed": [None, 0.25],
-            "message": judgement["summary"],
-        }
-    ]
-    assert judgement["checks"]["published_partitions"] == 2 and judgement["checks"]["restated_partitions"] == 1
-    assert judgement["blocked_message"].startswith("Publication gate blocked gold_daily_revenue: net_revenue total")
+    # 1050.00 over 6 orders against 25.00 an order as published (no history: one other partition)
+    assert judgement["summary"] == (
+        "partition 2024-03-08 (partner): net_revenue / orders is 175 (net_revenue 1050.00 over 6); expected at most"
+        " 125 (5 x 25, its published value; reasons: correction)"
+    )
+    (breach,) = judgement["breaches"]
+    assert (breach["figure"], breach["partition"], breach["group"]) == ("value_outlier", "2024-03-08", "partner")
+    assert breach["allowed"] == [None, Decimal("125")]
+    assert judgement["checks"]["final_partitions"] == 0 and judgement["checks"]["changed_groups"] == 1
     broken = LatecomerAdapter.publication_gate_judgement(None, table, "net_revenue", {}, "gold_daily_revenue")
     assert broken["error"].startswith("var publication_gate needs max_restated_share")

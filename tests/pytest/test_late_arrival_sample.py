@@ -7,7 +7,8 @@ idempotent re-run, one late event, a correction after final.
 from __future__ import annotations
 
 import csv
-from datetime import date, datetime
+from collections import defaultdict
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -18,7 +19,17 @@ from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, 
 LANDING = ROOT / "seeds" / "landing"
 AS_OF = "2024-01-21T00:00:00+00:00"
 # The late-arrival core and everything it feeds; other features have their own tests.
-CORE = "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue"
+CORE = (
+    "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
+    " +gold_ytd_revenue"
+)
+# Rollups: table, period column, the period's first day of a date.
+ROLLUPS = (
+    ("gold_weekly_revenue", "week_start_date", lambda day: day - timedelta(days=day.weekday())),
+    ("gold_monthly_revenue", "month_start_date", lambda day: day.replace(day=1)),
+    ("gold_quarterly_revenue", "quarter_start_date", lambda day: date(day.year, 3 * ((day.month - 1) // 3) + 1, 1)),
+    ("gold_ytd_revenue", "year_start_date", lambda day: date(day.year, 1, 1)),
+)
 
 
 def batches() -> list[dict[str, str]]:
@@ -80,6 +91,23 @@ def test_gold_matches_reference(sample: Project) -> None:
         assert row.net_revenue == row.gross_revenue - row.refunds
 
 
+def test_rollups_match_reference(sample: Project) -> None:
+    daily = expected_daily_revenue(reference_arrivals())
+    for table, period, first_day in ROLLUPS:
+        expected: dict = defaultdict(lambda: [0, Decimal(0), Decimal(0)])
+        for (day, source), (orders, gross, refunds) in daily.items():
+            cell = expected[(first_day(day), source)]
+            cell[0], cell[1], cell[2] = cell[0] + orders, cell[1] + gross, cell[2] + refunds
+        rows = sample.table("gold", table).collect()
+        assert all(row.net_revenue == row.gross_revenue - row.refunds for row in rows), table
+        actual = {
+            (row[period], row.source_system): [row.orders, row.gross_revenue, row.refunds]
+            for row in rows
+            if (row.orders, row.gross_revenue, row.refunds) != (0, 0, 0)
+        }
+        assert actual == {key: value for key, value in expected.items() if value != [0, 0, 0]}, table
+
+
 def test_conservation_and_quarantine(sample: Project) -> None:
     current, quarantined = expected_state(reference_arrivals())
     bronze = sample.table("bronze", "bronze_events").count()
@@ -131,7 +159,17 @@ def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjso
         ],
     )
     assert sample.ingest("backoffice", late, arrival_ts="2024-01-22T10:00:00+00:00") == 0
-    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE)
+    # The 12th has been final since the 20th: the publication gate holds the change back...
+    published = before[(date(2024, 1, 12), "backoffice")]
+    blocked = sample.dbt("build", "--select", CORE, vars={"as_of": "2024-01-22T11:00:00+00:00"}, expect_ok=False)
+    assert not blocked.success and gold_rows(sample) == before
+    assert any(
+        "partition 2024-01-12 (backoffice) is final and its net_revenue moves from" in message
+        and f"expected {published.net_revenue} (a final partition may change by 0%; reasons: late_arrival)" in message
+        for message in sample.messages
+    )
+    # ...until someone who checked it publishes it.
+    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE, publication_gate_override="a late back-office entry")
     after = gold_rows(sample)
     changed = {key for key in after if key not in before or after[key].version != before[key].version}
     assert changed == {(date(2024, 1, 12), "backoffice")}
@@ -164,7 +202,7 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
     as_of = "2024-02-10T00:00:00+00:00"
     before = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert sample.ingest("web", fix, arrival_ts="2024-02-09T00:00:00+00:00") == 0
-    sample.build(as_of=as_of, select=CORE)
+    sample.build(as_of=as_of, select=CORE, publication_gate_override="finance confirmed the price")
     row = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert row.gross_revenue == before.gross_revenue - 20
     assert row.status == "final" and row.is_restated_after_final

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import threading
@@ -25,7 +26,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import gate, run_lock, status_clock, versions
+from python_jobs.core import digest, gate, run_lock, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -295,13 +296,37 @@ class LatecomerAdapter(SparkAdapter):
     @available
     def write_json_artifact(self, relative_path: str, payload: Any) -> str:
         """Write ``payload`` as JSON under the target path; returns the file written."""
+        return self._write_artifact(relative_path, json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+
+    def _write_artifact(self, relative_path: str, text: str) -> str:
         target = Path(self.config.project_root) / self.config.target_path
         path = (target / relative_path).resolve()
         if target.resolve() not in path.parents:
-            raise DbtRuntimeError(f"write_json_artifact: {relative_path} is outside the target path")
+            raise DbtRuntimeError(f"{relative_path} is outside the target path")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+        path.write_text(text)
         return str(path)
+
+    @available
+    def restatement_digest(self, manifest_rows: Any, invocation_id: str, as_of: str | None) -> dict[str, Any]:
+        """The run's restatement digest (python_jobs.core.digest) from its change
+        manifest rows: written as Markdown and JSON under the target path
+        (``restatement_digest.md``/``.json``, and per run under
+        ``restatement_digests/``), and POSTed to the URL in
+        ``LATECOMER_DIGEST_WEBHOOK`` when it is set. Returns ``{periods, path,
+        webhook}``; ``webhook`` is ``delivered``, ``not configured`` or why it
+        failed: a failed delivery never fails the build.
+        """
+        run = digest.digest_of(_records(manifest_rows), invocation_id, as_of)
+        payload, markdown = digest.as_json(run), digest.as_markdown(run)
+        path = self.write_json_artifact("restatement_digest.json", payload)
+        self.write_json_artifact(f"restatement_digests/{invocation_id}.json", payload)
+        self._write_artifact("restatement_digest.md", markdown)
+        self._write_artifact(f"restatement_digests/{invocation_id}.md", markdown)
+        url = os.environ.get(digest.WEBHOOK_ENV, "").strip()
+        failure = digest.deliver(url, payload) if url else None
+        webhook = "not configured" if not url else "delivered" if failure is None else f"failed ({failure})"
+        return {"periods": len(run.periods), "path": path, "webhook": webhook}
 
     # ----------------------------------------------------------------------
     # Procedures behind the macros (python_jobs.core.versions and .gate).
@@ -495,9 +520,9 @@ class LatecomerAdapter(SparkAdapter):
 
     @available
     def publication_gate_judgement(
-        self, partition_figures: Any, measure: str, limits: Mapping[str, Any], model: str
+        self, group_figures: Any, measure: str, limits: Mapping[str, Any], model: str, count: str | None = None
     ) -> dict[str, Any]:
-        """The publication gate on per-partition figures (python_jobs.core.gate).
+        """The publication gate on per-partition, per-group figures (python_jobs.core.gate).
 
         Returns ``{passed, checks, breaches, summary, blocked_message}``:
         ``checks`` the figures and limits as logged, ``breaches`` a list of
@@ -510,7 +535,7 @@ class LatecomerAdapter(SparkAdapter):
         except gate.GateConfigError as error:
             return {"error": str(error)}
         judgement = gate.judge(
-            measure, [gate.PartitionFigures.from_mapping(row) for row in _records(partition_figures)], checked
+            measure, [gate.GroupFigures.from_mapping(row) for row in _records(group_figures)], checked, count=count
         )
         return {
             "passed": judgement.passed,

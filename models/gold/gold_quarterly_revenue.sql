@@ -1,0 +1,10 @@
+{#- Revenue per quarter (starting date) and source, rolled up from gold_daily_revenue. -#}
+{{ config(
+    materialized='restated',
+    unique_key=['quarter_start_date', 'source_system'],
+    publication_gate={
+        'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system', 'partition': 'quarter_start_date'},
+    meta={'test_scope': {'partition': 'quarter_start_date', 'run_column': 'changed_run_at'}},
+) }}
+
+{{ revenue_rollup('quarter') }}
