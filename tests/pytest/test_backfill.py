@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pytest
 from tests.pytest.conftest import ROOT, Project, Webhook
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
-SELECT = "+gold_daily_revenue +late_arrival_audit restatement_digest"
+SELECT = "+gold_daily_revenue +late_arrival_audit restatement_digest restatement_frequency"
 SOURCE = "partner"
 
 
@@ -316,10 +316,27 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     )
     markdown = (deployment.project.target_path / "restatement_digest.md").read_text()
     assert "| gold_daily_revenue | 2024-03-08 | 150.00 | 1050.00 | +900.00 | correction (1) |" in markdown
+    # The views keep every run's: this one's, and the backfills' and the replay's before it.
     digest_rows = deployment.project.sql("select * from {schema}_audit.restatement_digest")
-    assert [(r.model, r.period, r.net_revenue_delta, list(r.causes)) for r in digest_rows] == [
+    this_run = [r for r in digest_rows if r.invocation_id == written["invocation_id"]]
+    assert [(r.model, r.period, r.net_revenue_delta, list(r.causes)) for r in this_run] == [
         ("gold_daily_revenue", "2024-03-08", Decimal("900.00"), ["correction"])
     ]
+    assert {("2024-01-02", "backfill"), ("2024-03-09", "replay")} <= {
+        (r.period, cause) for r in digest_rows for cause in r.causes
+    }
+    newest = max(r.as_of for r in digest_rows)
+    frequency = {
+        (r.model, r.period): (r.restatements, r.restatements_last_7_days)
+        for r in deployment.project.sql("select * from {schema}_audit.restatement_frequency")
+    }
+    assert frequency == {
+        key: (
+            sum(1 for r in digest_rows if (r.model, r.period) == key),
+            sum(1 for r in digest_rows if (r.model, r.period) == key and r.as_of > newest - timedelta(days=7)),
+        )
+        for key in {(r.model, r.period) for r in digest_rows}
+    }
     assert deployment.gold()[date(2024, 3, 8)] == (2, Decimal("1050.00"), Decimal("0.00"))
     assert deployment.gold() == deployment.expected_gold((date(2024, 1, 1), date(2024, 3, 9)))
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log order by logged_run_at")
