@@ -374,6 +374,10 @@ def row_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breac
     )
 
 
+def _group_breach(figure: str, group: GroupFigures, observed: Number, allowed: AllowedRange, message: str) -> Breach:
+    return Breach(figure, group.partition_value, observed, allowed, message, group=group.group_value)
+
+
 def _relative(change: Number, base: Number) -> float:
     """|change| / |base|; a change on nothing is infinite, no change is 0."""
     if not change:
@@ -412,10 +416,9 @@ def final_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Bre
         if observed <= limit:
             continue
         low, high = _around(group.published_measure, limit)
-        yield Breach(
-            figure="final_change",
-            partition=group.partition_value,
-            group=group.group_value,
+        yield _group_breach(
+            "final_change",
+            group,
             observed=observed,
             allowed=AllowedRange(low, high),
             message=(
@@ -454,10 +457,9 @@ def unexplained_shrink_check(figures: GateFigures, limits: GateLimits) -> Iterab
     for group in _judged_groups(figures):
         if group.count_change >= 0 or group.reasons & set(reasons):
             continue
-        yield Breach(
-            figure="unexplained_shrink",
-            partition=group.partition_value,
-            group=group.group_value,
+        yield _group_breach(
+            "unexplained_shrink",
+            group,
             observed=group.new_count,
             allowed=AllowedRange(group.published_count, None),
             message=(
@@ -468,21 +470,30 @@ def unexplained_shrink_check(figures: GateFigures, limits: GateLimits) -> Iterab
         )
 
 
+def _count_share_beyond(group: GroupFigures, limits: GateLimits, limit: Number, sign: int) -> float | None:
+    """The share of its published events a group gained (sign 1) or lost (-1), when above ``limit``.
+
+    None when it moved the other way or not at all, or was published with
+    fewer than ``min_count`` events.
+    """
+    if sign * group.count_change <= 0 or group.published_count < limits.setting("min_count"):
+        return None
+    share = _relative(group.count_change, group.published_count)
+    return share if share > limit else None
+
+
 def shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
     limit = limits.setting("max_shrink")
     if limit is None or not figures.count:
         return
     for group in _judged_groups(figures):
-        if group.count_change >= 0 or group.published_count < limits.setting("min_count"):
-            continue
-        shrink = _relative(group.count_change, group.published_count)
-        if shrink <= limit:
+        shrink = _count_share_beyond(group, limits, limit, -1)
+        if shrink is None:
             continue
         low = group.published_count * (1 - Decimal(str(limit)))
-        yield Breach(
-            figure="shrink",
-            partition=group.partition_value,
-            group=group.group_value,
+        yield _group_breach(
+            "shrink",
+            group,
             observed=-shrink,
             allowed=AllowedRange(-limit, None),
             message=(
@@ -500,16 +511,13 @@ def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
     for group in _judged_groups(figures):
         if group.published_status != "preliminary" or figures.partition_is_final(group.partition_value):
             continue
-        if group.count_change <= 0 or group.published_count < limits.setting("min_count"):
-            continue
-        growth = _relative(group.count_change, group.published_count)
-        if growth <= limit:
+        growth = _count_share_beyond(group, limits, limit, 1)
+        if growth is None:
             continue
         high = group.published_count * (1 + Decimal(str(limit)))
-        yield Breach(
-            figure="preliminary_growth",
-            partition=group.partition_value,
-            group=group.group_value,
+        yield _group_breach(
+            "preliminary_growth",
+            group,
             observed=growth,
             allowed=AllowedRange(None, limit),
             message=(
@@ -559,10 +567,9 @@ def value_outlier_check(figures: GateFigures, limits: GateLimits) -> Iterable[Br
         if value <= high:
             continue
         what = f"{figures.measure} / {figures.count}"
-        yield Breach(
-            figure="value_outlier",
-            partition=group.partition_value,
-            group=group.group_value,
+        yield _group_breach(
+            "value_outlier",
+            group,
             observed=value,
             allowed=AllowedRange(None, high),
             message=(
