@@ -225,6 +225,8 @@ class GateFigures:
     published_total: float  # of the measure over final partitions
     total_delta: Number  # exact, as the SQL's type
     total_change: float
+    final_values: frozenset[str]  # partitions published as final
+    published_values: frozenset[str | None]  # partitions with published rows
 
     @classmethod
     def of(cls, measure: str, groups: Iterable[GroupFigures], count: str | None = None) -> GateFigures:
@@ -232,11 +234,12 @@ class GateFigures:
         by_partition: dict[str | None, list[GroupFigures]] = defaultdict(list)
         for group in groups:
             by_partition[group.partition_value].append(group)
-        final = [
-            members
+        final_values = frozenset(
+            value
             for value, members in by_partition.items()
             if value is not None and any(g.existed and g.published_status == "final" for g in members)
-        ]
+        )
+        final = [by_partition[value] for value in final_values]
         final_groups = [group for members in final for group in members]
         published_rows = sum(group.published_rows for group in final_groups)
         added_rows = sum(group.rows_added for group in final_groups)
@@ -258,17 +261,15 @@ class GateFigures:
             published_total=published_total,
             total_delta=total_delta,
             total_change=abs(float(total_delta) / published_total) if published_total else 0,
+            final_values=final_values,
+            published_values=frozenset(group.partition_value for group in groups if group.existed),
         )
 
     def partition_is_final(self, partition_value: str | None) -> bool:
-        return any(
-            group.existed and group.published_status == "final"
-            for group in self.groups
-            if group.partition_value == partition_value
-        )
+        return partition_value in self.final_values
 
     def partition_is_published(self, partition_value: str | None) -> bool:
-        return any(group.existed for group in self.groups if group.partition_value == partition_value)
+        return partition_value in self.published_values
 
     def checks(self, limits: GateLimits) -> dict[str, Any]:
         """The figures and limits as logged (in this order) and stored in publication_gate_log.checks."""
