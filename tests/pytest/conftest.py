@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -81,12 +82,16 @@ class Project:
             schema=self.schema,
         )
         self.messages = []
-        return runner.invoke(
-            *args,
-            vars=vars,
-            callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
-            check=expect_ok,
-        )
+        started = time.monotonic()
+        try:
+            return runner.invoke(
+                *args,
+                vars=vars,
+                callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
+                check=expect_ok,
+            )
+        finally:
+            _count_dbt_invocation(time.monotonic() - started)
 
     def build(self, as_of: str, select: str | None = None, **more_vars: Any) -> dbtRunnerResult:
         selection = ["--select", select] if select else []
@@ -200,6 +205,15 @@ def webhook() -> Iterator[Webhook]:
 # What ran and how long each part took, printed at the end of every run.
 _module_seconds: dict[str, float] = {}
 _module_outcomes: dict[str, dict[str, int]] = {}
+# In-process dbt invocations per test file: how many, and their seconds.
+_module_dbt: dict[str, tuple[int, float]] = {}
+
+
+def _count_dbt_invocation(seconds: float) -> None:
+    # PYTEST_CURRENT_TEST is "tests/pytest/test_x.py::test_y (call)" while a test or fixture runs.
+    module = os.environ.get("PYTEST_CURRENT_TEST", "?").split("::", 1)[0]
+    count, total = _module_dbt.get(module, (0, 0.0))
+    _module_dbt[module] = (count + 1, total + seconds)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -213,8 +227,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not _module_seconds:
         return
-    terminalreporter.section("time per test file (setup, tests and teardown)")
+    terminalreporter.section("time per test file (setup, tests and teardown; of which dbt through Project.dbt)")
     for module, seconds in sorted(_module_seconds.items(), key=lambda item: -item[1]):
         outcomes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(_module_outcomes.get(module, {}).items()))
-        terminalreporter.write_line(f"{seconds:8.1f} s  {module}  ({outcomes})")
-    terminalreporter.write_line(f"{sum(_module_seconds.values()):8.1f} s  in all")
+        count, in_dbt = _module_dbt.get(module, (0, 0.0))
+        dbt = f"; dbt {count}x {in_dbt:.1f} s" if count else ""
+        terminalreporter.write_line(f"{seconds:8.1f} s  {module}  ({outcomes}{dbt})")
+    count, in_dbt = (sum(values) for values in zip(*_module_dbt.values(), strict=True)) if _module_dbt else (0, 0.0)
+    terminalreporter.write_line(f"{sum(_module_seconds.values()):8.1f} s  in all; dbt {count}x {in_dbt:.1f} s")

@@ -33,8 +33,14 @@ SCHEMA = "t_thrift"
 # The smallest selection with every kind of node the project builds (views,
 # incremental merges, recomputed and restated models, the snapshot, the seed,
 # data tests): what the target must run. Python models need a Spark session,
-# which a Thrift server does not offer.
+# which a Thrift server does not offer. Of the data tests, one generic test
+# scoped to what the run wrote and one singular test stand for the other
+# sixty, whose SQL the local builds run (--indirect-selection empty keeps
+# dbt from adding every test of the selected models).
 THRIFT_SELECTION = "+gold_daily_revenue +customer_history landing_batches"
+THRIFT_TESTS = (
+    "unique_combination_gold_daily_revenue_event_date__source_system assert_customer_history_versions_do_not_overlap"
+)
 EVENTS: list[dict[str, Any] | str] = [
     {
         "event_id": "e1",
@@ -132,20 +138,23 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "LATECOMER_DRIVER_MEMORY": "2g",
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
-    # Derby is single-process: land the data before the server owns the metastore.
+    # Derby is single-process: land the data before the server owns the metastore,
+    # both feeds through ingest's main() in one process (one JVM start).
+    calls = []
     for source, feed, rows in (("web", "events", EVENTS), ("crm", "customers", CUSTOMERS)):
         landing = state / f"{feed}.ndjson"
         landing.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
-        ingest = subprocess.run(
-            [sys.executable, "-m", "python_jobs.landing.ingest", "--source", source, "--feed", feed]
-            + ["--arrival-ts", ARRIVAL_TS, str(landing)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert ingest.returncode == 0, ingest.stdout + ingest.stderr
+        argv = ["--source", source, "--feed", feed, "--arrival-ts", ARRIVAL_TS, str(landing)]
+        calls.append(f"assert ingest.main({argv!r}) == 0")
+    ingest = subprocess.run(
+        [sys.executable, "-c", "; ".join(["from python_jobs.landing import ingest", *calls])],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ingest.returncode == 0, ingest.stdout + ingest.stderr
     try:
         started = time.monotonic()
         result = run_cli("start", "--timeout", "300", env=env, timeout=400)
@@ -198,7 +207,14 @@ def test_dbt_build_and_docs_through_server(server: Server, tmp_path: Path, monke
     target = tmp_path / "target"
 
     build = dbt_thrift(
-        "build", "--select", THRIFT_SELECTION, "--vars", json.dumps({"as_of": AS_OF}), target_path=target
+        "build",
+        "--select",
+        f"{THRIFT_SELECTION} {THRIFT_TESTS}",
+        "--indirect-selection",
+        "empty",
+        "--vars",
+        json.dumps({"as_of": AS_OF}),
+        target_path=target,
     )
     assert build.success, failures(build)
     # The selection runs every kind of node the project has on this target.
@@ -208,6 +224,8 @@ def test_dbt_build_and_docs_through_server(server: Server, tmp_path: Path, monke
         if r.status in ("success", "pass")
     }
     assert kinds >= {"view", "incremental", "recomputed", "restated", "snapshot", "seed", "test"}, kinds
+    tests = [r.node.name for r in build.result if r.node.resource_type == "test"]  # type: ignore[union-attr]
+    assert sorted(tests) == sorted(THRIFT_TESTS.split())
     docs = dbt_thrift("docs", "generate", "--select", THRIFT_SELECTION, target_path=target)
     assert docs.success, failures(docs)
     catalog = json.loads((target / "catalog.json").read_text())
