@@ -109,6 +109,12 @@ def deployment(module_project: Project, tmp_path_factory: pytest.TempPathFactory
     return deployment
 
 
+@pytest.fixture(scope="module")
+def settled(deployment: Deployment) -> dict[str, Any]:
+    """The state after the first build, which no rejected build may change (read once for all of them)."""
+    return deployment.state()
+
+
 def test_history_beyond_the_last_tier_waits_in_quarantine(deployment: Deployment) -> None:
     held = deployment.project.table("silver", "silver_quarantine").collect()
     assert sorted(r.event_id for r in held) == ["h0", "h1", "h2", "h3"]
@@ -131,14 +137,15 @@ def test_history_beyond_the_last_tier_waits_in_quarantine(deployment: Deployment
         ({**BACKFILL, "backfill_mode": "rerun"}, "backfill_mode must be"),
     ],
 )
-def test_bad_backfill_vars_fail_before_any_write(deployment: Deployment, bad_vars: dict, message: str) -> None:
-    before = deployment.state()
+def test_bad_backfill_vars_fail_before_any_write(
+    deployment: Deployment, settled: dict[str, Any], bad_vars: dict, message: str
+) -> None:
     result = deployment.project.dbt(
         "build", "--select", SELECT, vars={"as_of": "2024-03-10T03:00:00+00:00", **bad_vars}, expect_ok=False
     )
     assert not result.success
     assert any(message in m for m in deployment.project.messages), deployment.project.messages[-20:]
-    assert deployment.state() == before
+    assert deployment.state() == settled
 
 
 def test_backfill_loads_the_window_from_bronze(deployment: Deployment) -> None:
