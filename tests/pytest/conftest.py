@@ -233,5 +233,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         count, in_dbt = _module_dbt.get(module, (0, 0.0))
         dbt = f"; dbt {count}x {in_dbt:.1f} s" if count else ""
         terminalreporter.write_line(f"{seconds:8.1f} s  {module}  ({outcomes}{dbt})")
-    count, in_dbt = (sum(values) for values in zip(*_module_dbt.values(), strict=True)) if _module_dbt else (0, 0.0)
+    count = sum(invocations for invocations, _ in _module_dbt.values())
+    in_dbt = sum(seconds for _, seconds in _module_dbt.values())
     terminalreporter.write_line(f"{sum(_module_seconds.values()):8.1f} s  in all; dbt {count}x {in_dbt:.1f} s")
