@@ -234,16 +234,15 @@ class GateFigures:
         by_partition: dict[str | None, list[GroupFigures]] = defaultdict(list)
         for group in groups:
             by_partition[group.partition_value].append(group)
-        final_values = frozenset(
-            value
+        final = {
+            value: members
             for value, members in by_partition.items()
             if value is not None and any(g.existed and g.published_status == "final" for g in members)
-        )
-        final = [by_partition[value] for value in final_values]
-        final_groups = [group for members in final for group in members]
+        }
+        final_groups = [group for members in final.values() for group in members]
         published_rows = sum(group.published_rows for group in final_groups)
         added_rows = sum(group.rows_added for group in final_groups)
-        restated = sum(1 for members in final if any(group.rows_restated > 0 for group in members))
+        restated = sum(1 for members in final.values() if any(group.rows_restated > 0 for group in members))
         with localcontext() as context:
             context.prec = 100
             published_total = float(sum(group.published_measure for group in final_groups))
@@ -261,7 +260,7 @@ class GateFigures:
             published_total=published_total,
             total_delta=total_delta,
             total_change=abs(float(total_delta) / published_total) if published_total else 0,
-            final_values=final_values,
+            final_values=frozenset(final),
             published_values=frozenset(group.partition_value for group in groups if group.existed),
         )
 
