@@ -73,6 +73,10 @@
             actor string
         ) using {{ target.table_format }}
         comment 'Append-only change manifest: every gold row a run published or restated, before and after'
+        {%- if target.table_format == 'iceberg' %}
+        {#- published with the gold rows it describes (staged_publication.sql) #}
+        tblproperties ('write.wap.enabled' = 'true')
+        {%- endif %}
     {%- endcall -%}
     {{ return('') }}
 {% endmacro %}

@@ -16,6 +16,10 @@
         {%- else -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
             {%- do record_written_partitions(target, source) -%}
+            {%- if staged_model() -%}
+                {#- on the run branch, published at the run's end -#}
+                {%- do stage_for_publication(target) -%}
+            {%- endif -%}
             {%- if strategy == 'append' -%}
                 {{ get_insert_into_sql(source, target) }}
             {%- else -%}

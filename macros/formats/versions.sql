@@ -106,13 +106,28 @@
     {{ return(adapter.delta_versions(run_query('describe history ' ~ relation))) }}
 {%- endmacro %}
 
-{% macro current_version(relation) -%}
+{#- The table's version as this run reads it: on Iceberg, the head of the
+    run branch once this run staged a write to the table
+    (macros/publication/staged_publication.sql), else main's current snapshot
+    (from `properties`, the table_properties() already read, when given). -#}
+{% macro current_version(relation, properties=none) -%}
     {%- if versions_table_format() == 'delta' -%}
         {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
         {{ return('%d' % (rows[0]['version'] | int) if rows | length > 0 else none) }}
     {%- endif -%}
-    {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
-    {%- set value = (rows[0][1] | string) if rows | length > 0 else '' -%}
+    {%- if adapter.is_staged(relation) -%}
+        {%- set rows = run_query("select cast(snapshot_id as string) from " ~ relation ~ ".refs where name = '"
+            ~ adapter.run_branch() ~ "'").rows -%}
+        {%- if rows | length > 0 -%}
+            {{ return(rows[0][0]) }}
+        {%- endif -%}
+    {%- endif -%}
+    {%- if properties is not none -%}
+        {%- set value = properties.get('current-snapshot-id') | string -%}
+    {%- else -%}
+        {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
+        {%- set value = (rows[0][1] | string) if rows | length > 0 else '' -%}
+    {%- endif -%}
     {{ return(value if modules.re.match('^[0-9]+$', value) else none) }}
 {%- endmacro %}
 

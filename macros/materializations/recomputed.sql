@@ -39,11 +39,31 @@
         {#- A SQL model's rows are staged first (stage_rows, no lock), so
             the create, which holds the embedded metastore's write lock, only
             copies them: a long query never holds up other models' writes. -#}
-        {%- set sql = compiled_code if language == 'python'
-            else 'select * from ' ~ stage_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
-        {%- call statement('main', language=language) -%}
-            {{ create_table_as(false, target_relation, sql, language) }}
-        {%- endcall -%}
+        {%- set staged_rows = none if language == 'python'
+            else stage_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
+        {%- set sql = compiled_code if language == 'python' else 'select * from ' ~ staged_rows -%}
+        {%- if decision['staged'] and language == 'python' -%}
+            {#- python_submissions.py overwrites the table on the run branch
+                (or replaces it on main when its columns changed). -#}
+            {%- do stage_for_publication(target_relation, decision['properties']) -%}
+        {%- endif -%}
+        {%- if decision['staged'] and language == 'sql' and recomputed_columns_kept(staged_rows, existing_relation) -%}
+            {#- Every row replaced on the run branch (published at the run's end). -#}
+            {%- do stage_for_publication(target_relation, decision['properties']) -%}
+            {%- call statement('clear_staged_table') -%}
+                delete from {{ target_relation }}
+            {%- endcall -%}
+            {%- call statement('main') -%}
+                insert into {{ target_relation }} {{ sql }}
+            {%- endcall -%}
+        {%- else -%}
+            {%- call statement('main', language=language) -%}
+                {{ create_table_as(false, target_relation, sql, language) }}
+            {%- endcall -%}
+        {%- endif -%}
+        {%- if decision['staged'] and fingerprint is not none -%}
+            {%- set fingerprint = own_version_fingerprint(decision['inputs'], current_version(target_relation)) -%}
+        {%- endif -%}
         {%- if fingerprint is not none -%}
             {%- call statement('record_inputs_fingerprint') -%}
                 alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
@@ -64,12 +84,40 @@
     {%- set key = 'recomputed_decision:' ~ model.unique_id -%}
     {%- if not adapter.memo_has(key) -%}
         {%- set existing_relation = load_relation(this) -%}
-        {%- set fingerprint = inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
+        {%- set properties = table_properties(existing_relation) if existing_relation is not none else {} -%}
+        {%- set inputs = inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
+        {%- set fingerprint = inputs -%}
+        {#- A staged model's table may be left as main holds it by a run that
+            was not published, after its fingerprint was recorded: its own
+            version is part of the fingerprint. -#}
+        {%- set staged = staged_model() and existing_relation is not none and existing_relation.is_iceberg
+            and not should_full_refresh() -%}
+        {%- if staged and inputs is not none -%}
+            {%- set fingerprint = own_version_fingerprint(inputs, current_version(existing_relation, properties)) -%}
+        {%- endif -%}
         {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
-            and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
-        {%- do adapter.memo_set(key, {'unchanged': unchanged, 'fingerprint': fingerprint}) -%}
+            and stored_inputs_fingerprint(existing_relation, properties) == fingerprint -%}
+        {%- do adapter.memo_set(key, {'unchanged': unchanged, 'fingerprint': fingerprint, 'inputs': inputs, 'staged': staged,
+                                      'properties': properties}) -%}
     {%- endif -%}
     {{ return(adapter.memo_get(key)) }}
+{% endmacro %}
+
+
+{#- A fingerprint that also names the table's own version. -#}
+{% macro own_version_fingerprint(fingerprint, own_version) %}
+    {{ return(local_md5(fingerprint ~ '|self=' ~ own_version)) }}
+{% endmacro %}
+
+
+{#- Whether the staged rows (temporary view `staged_rows`) have the columns,
+    names and types, that `relation` holds, so they can replace its rows
+    without replacing the table. -#}
+{% macro recomputed_columns_kept(staged_rows, relation) %}
+    {%- set columns = adapter.get_columns_in_relation(api.Relation.create(identifier=staged_rows, type='view')) -%}
+    {%- set stored = adapter.get_columns_in_relation(relation) -%}
+    {{ return(columns | map(attribute='name') | map('lower') | list == stored | map(attribute='name') | map('lower') | list
+        and columns | map(attribute='data_type') | list == stored | map(attribute='data_type') | list) }}
 {% endmacro %}
 
 
@@ -139,7 +187,10 @@
 
 
 {#- The fingerprint a table was last built from, or none. -#}
-{% macro stored_inputs_fingerprint(relation) %}
+{% macro stored_inputs_fingerprint(relation, properties=none) %}
+    {%- if properties is not none -%}
+        {{ return(properties.get('latecomer.inputs')) }}
+    {%- endif -%}
     {{ return(table_property(relation, 'latecomer.inputs')) }}
 {% endmacro %}
 

@@ -18,7 +18,10 @@
                  must be the ones the model's YAML declares (assert_restated_contract;
                  on a first build dbt-spark's create_table_as asserts it);
        gate      judge the change (publication_gate) before anything is written;
-    5. merge     by unique_key; first build or --full-refresh: create or replace;
+    5. merge     by unique_key, on the run branch when the model has
+                 meta.staged_publication (published with the run's other gold
+                 tables at its end: macros/publication/staged_publication.sql);
+                 first build or --full-refresh: create or replace;
     6. manifest  append the rows written, with before and after values, to the
                  change manifest (record_change_manifest).
     late_arrival_audit then reads what was written (restatement_after_final).
@@ -32,15 +35,16 @@
     {%- set existing_relation = load_relation(this) -%}
     {%- set rebuild = existing_relation is none or should_full_refresh() -%}
     {%- set layout = restated_layout() -%}
-    {#- The table's version as this run found it: step 0's fingerprint and
-        the manifest's version before the write. -#}
-    {%- set before_version = none if existing_relation is none else current_version(target_relation) -%}
+    {#- The table's properties and version as this run found it (one query):
+        step 0's fingerprint and the manifest's version before the write. -#}
+    {%- set properties = {} if existing_relation is none else table_properties(target_relation) -%}
+    {%- set before_version = none if existing_relation is none else current_version(target_relation, properties) -%}
 
     {{ run_hooks(pre_hooks) }}
 
     {#- 0. skip -#}
     {%- set fingerprint = none if rebuild or backfill_window() else restated_fingerprint(own_version=before_version) -%}
-    {%- if fingerprint is not none and stored_inputs_fingerprint(existing_relation) == fingerprint -%}
+    {%- if fingerprint is not none and stored_inputs_fingerprint(existing_relation, properties) == fingerprint -%}
         {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
         {%- do nothing_written(target_relation) -%}
         {%- call statement('main') -%}
@@ -78,6 +82,7 @@
                 {{ create_table_as(false, target_relation,
                     'select ' ~ columns | join(', ') ~ ' from ' ~ restated) }}
             {%- else -%}
+                {%- if staged_model() -%}{%- do stage_for_publication(target_relation, properties) -%}{%- endif -%}
                 {{ restated_merge_sql(target_relation, restated, layout['keys'], columns) }}
             {%- endif -%}
         {%- endcall -%}

@@ -34,6 +34,8 @@
     {%- set bronze_hwm = bronze_high_water_mark() -%}
     {%- set code_version = adapter.code_version() -%}
     {{ log(model.name ~ ': change manifest, table version ' ~ before_version ~ ' -> ' ~ after_version, info=true) }}
+    {#- Published with the gold rows it describes. -#}
+    {%- do stage_for_publication(manifest_relation()) -%}
     {%- call statement('record_change_manifest') -%}
     insert into {{ manifest_relation() }}
     select

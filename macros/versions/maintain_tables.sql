@@ -3,7 +3,8 @@
     Maintenance of every table in the silver, gold and audit schemas (models,
     the logs macros write there, table_restores) within the retention horizon
     (version_retention_hours(): the longest watermark tier plus a margin). Per
-    table: set missing retention properties, compact data files, expire
+    table: set missing retention properties, drop the run branches of builds
+    killed before their end (staged_publication.sql), compact data files, expire
     versions created before the horizon, delete orphan files older than it.
     The version that was current when the horizon began and every later one
     stay readable, so time travel to any time inside the horizon keeps
@@ -42,6 +43,7 @@
         {%- if current_version(relation) is none -%}
             {%- set done = adapter.table_maintenance(totals, relation | string, dry_run, changed_properties) -%}
         {%- else -%}
+            {%- do drop_stale_run_branches(relation, dry_run) -%}
             {%- set compaction = compact_table(relation, dry_run) -%}
             {%- set versions = table_versions(relation) -%}
             {%- set boundary = retention_boundary(versions, cutoff) -%}

@@ -234,3 +234,72 @@ def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> 
     assert status == "released"
     release = sample.table("audit", "late_arrival_audit").where("action = 'quarantine_release'").collect()
     assert [r.event_id for r in release] == ["bo-3"] and "approved by finance" in release[0].reason
+
+
+def published_state(project: Project) -> dict[str, tuple[str, list[str]]]:
+    """Per gold and audit table: main's snapshot id and the table's branches."""
+    state = {}
+    for layer in ("gold", "audit"):
+        tables = project.spark.sql(f"show tables in {project.schema}_{layer}").where("not isTemporary")
+        for (name,) in tables.select("tableName").collect():
+            full = f"{project.schema}_{layer}.{name}"
+            snapshot = project.spark.sql(f"show tblproperties {full} ('current-snapshot-id')").first()
+            if snapshot is None or not snapshot[1].isdigit():  # a view
+                continue
+            refs = sorted(row.name for row in project.spark.sql(f"select name from {full}.refs").collect())
+            state[full] = (snapshot[1], refs)
+    return state
+
+
+def test_gold_is_published_together_or_not_at_all(sample: Project, write_ndjson) -> None:
+    """A run whose nodes do not all succeed publishes none of its gold writes."""
+    order = {"event_id": "w-live", "event_type": "order_placed", "user_id": "u1", "amount": 7}
+    late = write_ndjson("live.ndjson", [{**order, "event_ts": "2024-02-11T09:00:00Z"}])
+    assert sample.ingest("web", late, arrival_ts="2024-02-11T20:00:00+00:00") == 0
+    before, rows_before = published_state(sample), gold_rows(sample)
+    assert all(refs == ["main"] for _, refs in before.values())
+
+    # Every gold model of the run writes the new order on the run's branch;
+    # then another node of the run fails (a bad var), and nothing is published.
+    # (The quarter and the year so far count as final once all their days so
+    # far are: the override lets the rollups' gates pass.)
+    as_of, override = "2024-02-12T00:00:00+00:00", "a new day in a closed quarter"
+    failed = sample.dbt(
+        "build",
+        "--select",
+        f"{CORE} volume_against_baseline",
+        vars={"as_of": as_of, "volume_baseline_days": "seven", "publication_gate_override": override},
+        expect_ok=False,
+    )
+    assert not failed.success
+    [outcome] = [m for m in sample.messages if m.startswith("Staged publication: ")]
+    assert "left as published before this run (held back by volume_against_baseline (error))" in outcome
+    for table in (
+        "gold_daily_revenue",
+        "gold_hourly_revenue",
+        "gold_weekly_revenue",
+        "gold_monthly_revenue",
+        "late_arrival_audit",
+        "gold_change_manifest",
+    ):
+        assert f"_{table}" in outcome.split(": ", 2)[2]
+    assert published_state(sample) == before and gold_rows(sample) == rows_before
+
+    # Silver took the order; the next build publishes it in every table at once.
+    sample.build(as_of=as_of, select=CORE, publication_gate_override=override)
+    [outcome] = [m for m in sample.messages if m.startswith("Staged publication: ")]
+    assert " published together: " in outcome
+    after = published_state(sample)
+    moved = {table.rsplit(".", 1)[1] for table in after if after[table][0] != before[table][0]}
+    assert {
+        "gold_daily_revenue",
+        "gold_hourly_revenue",
+        "gold_weekly_revenue",
+        "gold_monthly_revenue",
+        "gold_quarterly_revenue",
+        "gold_ytd_revenue",
+        "gold_change_manifest",
+    } <= moved
+    assert all(refs == ["main"] for _, refs in after.values())
+    row = gold_rows(sample)[(date(2024, 2, 11), "web")]
+    assert (row.orders, row.gross_revenue, row.status) == (1, Decimal("7.00"), "live")

@@ -26,7 +26,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import digest, gate, run_lock, status_clock, versions
+from python_jobs.core import digest, gate, publication, run_lock, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -57,6 +57,11 @@ def _version_dict(entry: versions.TableVersion | None) -> dict[str, str] | None:
     return None if entry is None else entry.as_dict()
 
 
+def _wap_branch_sql(branch: str | None) -> str:
+    """The statement that points a Spark session's writes of WAP tables at ``branch`` (None: at main)."""
+    return f"set spark.wap.branch = {branch}" if branch else "reset spark.wap.branch"
+
+
 def _failed(error: Exception) -> DbtRuntimeError:
     return DbtRuntimeError(str(error))
 
@@ -73,6 +78,12 @@ class LatecomerAdapter(SparkAdapter):
         # One lock per memo_query key: threads asking at once run it once.
         self._memo_locks: dict[tuple[str, str], threading.Lock] = {}
         self._memo_locks_guard = threading.Lock()
+        # Staged publication (python_jobs/core/publication.py): the run branch
+        # of an invocation, the tables it staged, and on a Thrift target the
+        # branch each connection's session was last told.
+        self._run_branches: dict[str, str] = {}
+        self._staged: dict[str, set[str]] = {}
+        self._branch_told: dict[int, str | None] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -135,8 +146,24 @@ class LatecomerAdapter(SparkAdapter):
         if SCHEMA_CHANGING_SQL.match(statement_head(sql)):
             self._forget_columns(sql)
         use_thread_pool()
+        self._tell_run_branch()
         with holding(table_write_lock(sql), sql):
             return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
+
+    def _tell_run_branch(self) -> None:
+        """On a Thrift target, give this thread's session the run branch (each
+        connection is a session of its own there; on a session target the one
+        Spark session was told by ``begin_staged_publication``)."""
+        if self.runs_python:
+            return
+        connection = self.connections.get_if_exists()
+        if connection is None or connection.handle is None:
+            return
+        wanted = self._run_branches.get(get_invocation_id())
+        key = id(connection.handle)
+        if self._branch_told.get(key) != wanted:
+            super().execute(_wap_branch_sql(wanted))
+            self._branch_told[key] = wanted
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> Any:
         self._columns.clear()
@@ -247,6 +274,59 @@ class LatecomerAdapter(SparkAdapter):
             self.release_run_lock()
         finally:
             super().cleanup_connections()
+
+    @available
+    def begin_staged_publication(self) -> str:
+        """Send this invocation's writes to tables with ``write.wap.enabled`` to its
+        run branch (``spark.wap.branch``); returns the branch's name."""
+        branch = publication.run_branch(get_invocation_id())
+        self._run_branches[get_invocation_id()] = branch
+        self._staged[get_invocation_id()] = set()
+        self._branch_told.clear()
+        super().execute(_wap_branch_sql(branch))
+        return branch
+
+    @available
+    def run_branch(self) -> str | None:
+        """The branch this invocation stages on, or None when it publishes directly."""
+        return self._run_branches.get(get_invocation_id())
+
+    @available
+    def record_staged_write(self, relation: Any) -> str:
+        """Note that ``relation`` is about to be written on the run branch."""
+        self._staged.setdefault(get_invocation_id(), set()).add(str(relation).replace("`", "").lower())
+        return ""
+
+    @available
+    def staged_relations(self) -> list[str]:
+        """The tables this invocation wrote on its run branch, in name order."""
+        return sorted(self._staged.get(get_invocation_id(), ()))
+
+    @available
+    def is_staged(self, relation: Any) -> bool:
+        return str(relation).replace("`", "").lower() in self._staged.get(get_invocation_id(), ())
+
+    @available
+    def publication_decision(self, results: Any) -> dict[str, Any]:
+        """Whether the run's staged tables are published (python_jobs.core.publication.decide),
+        from on-run-end's ``results``."""
+        decision = publication.decide(
+            (getattr(result.node, "name", "?"), getattr(result.status, "value", result.status)) for result in results
+        )
+        return {"publish": decision.publish, "summary": decision.summary}
+
+    @available
+    def stale_run_branches(self, ref_names: Any) -> list[str]:
+        """The run branches among ``ref_names`` that no run will publish (python_jobs.core.publication)."""
+        return publication.stale_branches((str(name) for name in ref_names), self.run_branch())
+
+    @available
+    def end_staged_publication(self) -> str:
+        """Writes go to ``main`` again, in this session and every connection's."""
+        self._run_branches.pop(get_invocation_id(), None)
+        self._staged.pop(get_invocation_id(), None)
+        super().execute(_wap_branch_sql(None))
+        return ""
 
     @available
     def code_version(self) -> str | None:
