@@ -273,7 +273,8 @@ def test_gold_is_published_together_or_not_at_all(sample: Project, write_ndjson)
     )
     assert not failed.success
     [outcome] = [m for m in sample.messages if m.startswith("Staged publication: ")]
-    assert "left as published before this run (held back by volume_against_baseline (error))" in outcome
+    # (the failing view's own tests were skipped, and are named too)
+    assert "left as published before this run (held back by volume_against_baseline (error)" in outcome
     for table in (
         "gold_daily_revenue",
         "gold_hourly_revenue",
