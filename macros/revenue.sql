@@ -9,8 +9,9 @@
 
 {#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
     or 'year', the last being year to date for the open year):
-    a period is recomputed when one of its days changed, and its status is the
-    least settled of its days. -#}
+    a period is recomputed when one of its days changed, and its status is its
+    last day's: a quarter whose January is final is still live while its
+    March is (restate). -#}
 {% macro revenue_rollup(grain) -%}
     {%- set period = grain ~ '_start_date' -%}
     {%- set period_of = "cast(date_trunc('" ~ grain | upper ~ "', event_date) as date)" -%}
@@ -39,10 +40,7 @@
             sum(orders) as orders,
             sum(gross_revenue) as gross_revenue,
             sum(refunds) as refunds,
-            sum(net_revenue) as net_revenue,
-            case min(case status when 'live' then 0 when 'preliminary' then 1 else 2 end)
-                when 0 then 'live' when 1 then 'preliminary' else 'final'
-            end as status
+            sum(net_revenue) as net_revenue
         from daily
         group by {{ period_of }}, source_system
     ),
@@ -50,7 +48,7 @@
     final as (
         {{ restate('recomputed', 'impacted', [period, 'source_system'],
                    ['orders', 'gross_revenue', 'refunds', 'net_revenue'],
-                   partition_column=period, status='rolled_up') }}
+                   partition_column=period, grain=grain) }}
     )
 
     select * from final

@@ -1,19 +1,22 @@
 {#- Which recomputed rows a restated gold model writes.
 
-    restate(recomputed, impacted, keys, measures, partition_column, status)
+    restate(recomputed, impacted, keys, measures, partition_column, grain)
         SQL comparing the recomputed partitions with the stored ones and
         returning only rows to merge: partitions whose values changed (version
         + 1, restated_on / restatement_reason when the change is a restatement,
-        flagged when the partition was already final) and, when status is
-        'computed', rows whose live / preliminary / final status moved at as_of.
+        flagged when the partition was already final) and rows whose live /
+        preliminary / final status moved at as_of. A partition is a period of
+        `grain` (day, week, month, quarter, year) starting at its
+        partition_column; its status is its last day's (period_last_day): a
+        period is no more settled than the latest day it will hold, whether
+        or not that day has rows yet.
         Each row also carries published_before (its published values) and
         change_reasons (every reason its partition was recomputed for), which
         the gate and the change manifest read and the table does not hold.
         Untouched partitions keep their values, restated_on and version. -#}
 
-{% macro restate(recomputed, impacted, keys, measures, partition_column='event_date', status='computed', status_date_expr=none) -%}
+{% macro restate(recomputed, impacted, keys, measures, partition_column='event_date', grain='day') -%}
     {%- set as_of = as_of_ts() -%}
-    {%- set status_date_expr = status_date_expr or 'cmp.' ~ partition_column -%}
     with stored as (
         {%- if is_incremental() %}
             select * from {{ this }}
@@ -21,7 +24,7 @@
             select
                 {%- for key in keys %} {{ key }},{% endfor %}
                 {%- for measure in measures %} {{ measure }},{% endfor %}
-                {%- if status != 'computed' %} status,{% else %} cast(null as string) as status,{% endif %}
+                cast(null as string) as status,
                 cast(null as int) as version,
                 cast(null as timestamp) as first_published_at,
                 cast(null as timestamp) as restated_on,
@@ -46,9 +49,6 @@
                 coalesce(fresh.{{ measure }}, 0) as {{ measure }},
                 old.{{ measure }} as old_{{ measure }},
             {%- endfor %}
-            {%- if status != 'computed' %}
-                coalesce(fresh.status, old.status) as fresh_status,
-            {%- endif %}
             old.status as old_status,
             old.{{ keys[0] }} is not null as existed,
             old.version as old_version,
@@ -66,16 +66,12 @@
             cmp.*,
             {{ impacted }}.reasons,
             {{ impacted }}.source_changed_run_at,
-            {%- if status == 'computed' %}
-                {{ partition_status(status_date_expr, as_of) }} as new_status,
-            {%- else %}
-                cmp.fresh_status as new_status,
-            {%- endif %}
+            {{ partition_status(period_last_day(grain, 'cmp.' ~ partition_column), as_of) }} as new_status,
             not (
                 {%- for measure in measures %}
                     cmp.{{ measure }} <=> cmp.old_{{ measure }} and
                 {%- endfor %}
-                {% if status == 'computed' %}true{% else %}cmp.fresh_status <=> cmp.old_status{% endif %}
+                true
             ) as values_changed
         from cmp
         inner join {{ impacted }} on cmp.{{ partition_column }} = {{ impacted }}.partition_value
@@ -105,13 +101,13 @@
         where values_changed
     )
 
-    {%- if status == 'computed' and is_incremental() %},
+    {%- if is_incremental() %},
 
     status_moved as (
         select
             {%- for key in keys %} stored.{{ key }},{% endfor %}
             {%- for measure in measures %} stored.{{ measure }},{% endfor %}
-            {{ partition_status('stored.' ~ partition_column, as_of) }} as status,
+            {{ partition_status(period_last_day(grain, 'stored.' ~ partition_column), as_of) }} as status,
             stored.version,
             stored.first_published_at,
             stored.last_changed_at,
@@ -126,12 +122,12 @@
         from stored
         left anti join restated
             on {% for key in keys %}stored.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
-        where stored.status != {{ partition_status('stored.' ~ partition_column, as_of) }}
+        where stored.status != {{ partition_status(period_last_day(grain, 'stored.' ~ partition_column), as_of) }}
     )
     {%- endif %}
 
     select * from restated
-    {%- if status == 'computed' and is_incremental() %}
+    {%- if is_incremental() %}
         union all
         select * from status_moved
     {%- endif %}

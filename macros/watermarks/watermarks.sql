@@ -125,6 +125,21 @@
     end
 {%- endmacro %}
 
+{#- SQL: the last day of the period of `grain` (day, week, month, quarter,
+    year) starting at `start_date`, the day a period's status is judged on. -#}
+{% macro period_last_day(grain, start_date) -%}
+    {%- set months = {'month': 0, 'quarter': 2, 'year': 11} -%}
+    {%- if grain == 'day' -%}
+        {{ start_date }}
+    {%- elif grain == 'week' -%}
+        date_add({{ start_date }}, 6)
+    {%- elif grain in months -%}
+        last_day(add_months({{ start_date }}, {{ months[grain] }}))
+    {%- else -%}
+        {{ exceptions.raise_compiler_error("period_last_day: unknown grain '" ~ grain ~ "' (day, week, month, quarter or year)") }}
+    {%- endif -%}
+{%- endmacro %}
+
 {#- SQL: arrival_ts - event_ts in whole seconds, never negative (clock skew). -#}
 {% macro lateness_seconds(arrival_ts, event_ts) -%}
     greatest(unix_timestamp({{ arrival_ts }}) - unix_timestamp({{ event_ts }}), 0)

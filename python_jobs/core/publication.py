@@ -40,8 +40,9 @@ from dataclasses import dataclass
 # Every run branch's name starts with this; nothing else may.
 BRANCH_PREFIX = "latecomer_run_"
 # dbt result statuses of a node that did what it was asked (warn: a data test
-# whose failures are below its error threshold).
-SUCCEEDED = frozenset({"success", "pass", "warn"})
+# whose failures are below its error threshold; no-op: a node with nothing to
+# run, such as an exposure in `dbt build`).
+SUCCEEDED = frozenset({"success", "pass", "warn", "no-op"})
 TABLE_PROPERTY = "write.wap.enabled"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -23,13 +23,33 @@ CORE = (
     "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
     " +gold_ytd_revenue"
 )
-# Rollups: table, period column, the period's first day of a date.
+# Rollups: table, period column, the period's first day of a date, its
+# length in months (0: a week).
 ROLLUPS = (
-    ("gold_weekly_revenue", "week_start_date", lambda day: day - timedelta(days=day.weekday())),
-    ("gold_monthly_revenue", "month_start_date", lambda day: day.replace(day=1)),
-    ("gold_quarterly_revenue", "quarter_start_date", lambda day: date(day.year, 3 * ((day.month - 1) // 3) + 1, 1)),
-    ("gold_ytd_revenue", "year_start_date", lambda day: date(day.year, 1, 1)),
+    ("gold_weekly_revenue", "week_start_date", lambda day: day - timedelta(days=day.weekday()), 0),
+    ("gold_monthly_revenue", "month_start_date", lambda day: day.replace(day=1), 1),
+    ("gold_quarterly_revenue", "quarter_start_date", lambda day: date(day.year, 3 * ((day.month - 1) // 3) + 1, 1), 3),
+    ("gold_ytd_revenue", "year_start_date", lambda day: date(day.year, 1, 1), 12),
 )
+# dbt_project.yml: a day is live until 24 h (daily_close) after its end,
+# preliminary until 168 h (month_end), then final.
+LIVE_HOURS, PRELIMINARY_HOURS = 24, 168
+
+
+def period_last_day(first: date, months: int) -> date:
+    if months == 0:
+        return first + timedelta(days=6)
+    year, month = divmod(first.month - 1 + months, 12)
+    return date(first.year + year, month + 1, 1) - timedelta(days=1)
+
+
+def expected_status(last_day: date, as_of: str) -> str:
+    """A partition's status: its last day's, by the watermark tiers alone."""
+    end = datetime.combine(last_day + timedelta(days=1), datetime.min.time()).replace(tzinfo=UTC)
+    now = datetime.fromisoformat(as_of)
+    if now < end + timedelta(hours=LIVE_HOURS):
+        return "live"
+    return "preliminary" if now < end + timedelta(hours=PRELIMINARY_HOURS) else "final"
 
 
 def batches() -> list[dict[str, str]]:
@@ -93,7 +113,7 @@ def test_gold_matches_reference(sample: Project) -> None:
 
 def test_rollups_match_reference(sample: Project) -> None:
     daily = expected_daily_revenue(reference_arrivals())
-    for table, period, first_day in ROLLUPS:
+    for table, period, first_day, months in ROLLUPS:
         expected: dict = defaultdict(lambda: [0, Decimal(0), Decimal(0)])
         for (day, source), (orders, gross, refunds) in daily.items():
             cell = expected[(first_day(day), source)]
@@ -106,6 +126,15 @@ def test_rollups_match_reference(sample: Project) -> None:
             if (row.orders, row.gross_revenue, row.refunds) != (0, 0, 0)
         }
         assert actual == {key: value for key, value in expected.items() if value != [0, 0, 0]}, table
+        # A period is no more settled than its last day, with or without rows.
+        statuses = {row[period]: row.status for row in rows}
+        assert statuses == {first: expected_status(period_last_day(first, months), AS_OF) for first in statuses}, table
+    # by hand, at 2024-01-21 00:00: the week of 01-15 ends today (live), the
+    # week of 01-08 ended 6 days ago (preliminary), January is live
+    weeks = {row.week_start_date: row.status for row in sample.table("gold", "gold_weekly_revenue").collect()}
+    assert (weeks[date(2024, 1, 15)], weeks[date(2024, 1, 8)]) == ("live", "preliminary")
+    months = {row.month_start_date: row.status for row in sample.table("gold", "gold_monthly_revenue").collect()}
+    assert months[date(2024, 1, 1)] == "live"
 
 
 def test_conservation_and_quarantine(sample: Project) -> None:
@@ -268,14 +297,12 @@ def test_gold_is_published_together_or_not_at_all(sample: Project, write_ndjson)
 
     # Every gold model of the run writes the new order on the run's branch;
     # then another node of the run fails (a bad var), and nothing is published.
-    # (The quarter and the year so far count as final once all their days so
-    # far are: the override lets the rollups' gates pass.)
-    as_of, override = "2024-02-12T00:00:00+00:00", "a new day in a closed quarter"
+    as_of = "2024-02-12T00:00:00+00:00"
     failed = sample.dbt(
         "build",
         "--select",
         f"{CORE} volume_against_baseline",
-        vars={"as_of": as_of, "volume_baseline_days": "seven", "publication_gate_override": override},
+        vars={"as_of": as_of, "volume_baseline_days": "seven"},
         expect_ok=False,
     )
     assert not failed.success
@@ -294,7 +321,7 @@ def test_gold_is_published_together_or_not_at_all(sample: Project, write_ndjson)
     assert published_state(sample) == before and gold_rows(sample) == rows_before
 
     # Silver took the order; the next build publishes it in every table at once.
-    sample.build(as_of=as_of, select=CORE, publication_gate_override=override)
+    sample.build(as_of=as_of, select=CORE)
     [outcome] = [m for m in sample.messages if m.startswith("Staged publication: ")]
     assert " published together: " in outcome
     after = published_state(sample)
@@ -311,3 +338,7 @@ def test_gold_is_published_together_or_not_at_all(sample: Project, write_ndjson)
     assert all(refs == ["main"] for _, refs in after.values())
     row = gold_rows(sample)[(date(2024, 2, 11), "web")]
     assert (row.orders, row.gross_revenue, row.status) == (1, Decimal("7.00"), "live")
+    # The audit records the late order once: the held-back run's rows are gone.
+    audit = sample.table("audit", "late_arrival_audit")
+    assert audit.count() == audit.select("audit_id").distinct().count()
+    assert audit.where("event_id = 'w-live'").count() == 1

@@ -19,6 +19,8 @@ def test_a_run_publishes_only_when_every_node_succeeded() -> None:
     # a test that only warns passed
     assert publication.decide([("gold_daily_revenue", "success"), ("alert_late_share", "warn")]).publish
     assert publication.decide([]).publish
+    # an exposure in `dbt build` has nothing to run
+    assert publication.decide([("gold_daily_revenue", "success"), ("finance_month_close_report", "no-op")]).publish
 
     blocked = publication.decide(
         [
