@@ -7,6 +7,16 @@
     - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
 {%- endmacro %}
 
+{#- What one silver row adds to (sign '+') or takes from (sign '-') the
+    revenue measures of its event date: orders, gross_revenue, refunds, from
+    its columns named with `prefix` ('' or 'previous_', in the change log). -#}
+{% macro revenue_effect(prefix, sign) -%}
+    {{ sign }}cast({{ prefix }}event_type = 'order_placed' as int) as orders,
+    {{ sign }}case when {{ prefix }}event_type = 'order_placed' then coalesce({{ prefix }}amount, 0) else 0 end
+        as gross_revenue,
+    {{ sign }}case when {{ prefix }}event_type = 'refund' then coalesce({{ prefix }}amount, 0) else 0 end as refunds
+{%- endmacro %}
+
 {#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
     or 'year', the last being year to date for the open year):
     a period is recomputed when one of its days changed, and its status is its

@@ -117,3 +117,16 @@
         on {{ candidates }}.source_system = chain_end.source_system
         and {{ candidates }}.target_event_id = chain_end.alias_event_id
 {%- endmacro %}
+
+{#- SQL: why a correction record was sent, from the fields the source may
+    give with it (correction_reason, corrected_by, corrected_field, read from
+    its raw payload), as one text: "restated total, by finance-ops, field
+    amount"; null when it gives none. -#}
+{% macro correction_reason(raw_payload) -%}
+    nullif(concat_ws(
+        ', ',
+        get_json_object({{ raw_payload }}, '$.correction_reason'),
+        concat('by ', get_json_object({{ raw_payload }}, '$.corrected_by')),
+        concat('field ', get_json_object({{ raw_payload }}, '$.corrected_field'))
+    ), '')
+{%- endmacro %}

@@ -64,7 +64,8 @@ silver_records as (
             when silver_changes.action in ('backfill', 'replay') then silver_changes.change_reason
             else concat(
                 silver_changes.record_kind, ' arrived ', cast(silver_changes.lateness_seconds as string),
-                's late (tier ', silver_changes.watermark_tier, ')'
+                's late (tier ', silver_changes.watermark_tier, ')',
+                coalesce(concat(': ', silver_changes.change_reason), '')
             )
         end as reason,
         silver_changes.event_ts,

@@ -313,8 +313,10 @@ final as (
             when watermark_tier != {{ sql_string(var('watermark_tiers')[0]['name']) }} then 'late_merge'
             else 'insert'
         end as last_action,
-        case when from_scratch or {{ in_backfill_window('event_date') }} then {{ backfill_reason_sql() }} end
-            as change_reason,
+        case
+            when from_scratch or {{ in_backfill_window('event_date') }} then {{ backfill_reason_sql() }}
+            when new_wins and record_kind = 'correction' then {{ correction_reason('raw_payload') }}
+        end as change_reason,
         {{ as_of_ts() }} as processed_at,
         {{ run_ts() }} as changed_run_at,
         '{{ invocation_id }}' as invocation_id

@@ -7,6 +7,7 @@ idempotent re-run, one late event, a correction after final.
 from __future__ import annotations
 
 import csv
+import json
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -21,7 +22,7 @@ AS_OF = "2024-01-21T00:00:00+00:00"
 # The late-arrival core and everything it feeds; other features have their own tests.
 CORE = (
     "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
-    " +gold_ytd_revenue"
+    " +gold_ytd_revenue +gold_daily_revenue_causes"
 )
 # Rollups: table, period column, the period's first day of a date, its
 # length in months (0: a week).
@@ -225,6 +226,9 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
                 "user_id": "u1",
                 "amount": 100,
                 "event_ts": "2024-01-15T09:15:00Z",
+                "correction_reason": "price fixed",
+                "corrected_by": "finance",
+                "corrected_field": "amount",
             },
         ],
     )
@@ -241,7 +245,16 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
         for r in sample.table("audit", "late_arrival_audit").where("recorded_at = '2024-02-10'").collect()
     }
     assert ("correction", ("2024-01-15",)) in actions
+    audit = sample.table("audit", "late_arrival_audit").where("event_id = 'w-1003' and action = 'correction'")
+    [reason] = [r.reason for r in audit.collect()]
+    assert reason.startswith("correction arrived ") and reason.endswith("): price fixed, by finance, field amount")
     assert ("restatement_after_final", ("2024-01-15",)) in actions
+    # Why did it change? One correction, 120.00 -> 100.00.
+    explain_change(sample, "2024-01-15", "web")
+    assert (
+        f"2024-01-15 web, version {before.version} -> {row.version}: net_revenue -20.00 = "
+        "1 correction 'price fixed, by finance, field amount' (-20.00)" in sample.messages
+    )
 
 
 def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> None:
@@ -263,6 +276,34 @@ def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> 
     assert status == "released"
     release = sample.table("audit", "late_arrival_audit").where("action = 'quarantine_release'").collect()
     assert [r.event_id for r in release] == ["bo-3"] and "approved by finance" in release[0].reason
+
+
+def test_every_published_number_is_explained_by_its_causes(sample: Project) -> None:
+    """Each row's causes, over all its versions, add up to its published values."""
+    explained: dict = defaultdict(lambda: [0, Decimal(0), Decimal(0), Decimal(0)])
+    for cause in sample.table("audit", "gold_daily_revenue_causes").collect():
+        cell = explained[(cause.event_date, cause.source_system)]
+        for i, measure in enumerate(("orders", "gross_revenue", "refunds", "net_revenue")):
+            cell[i] += cause[measure]
+    published = {
+        key: [row.orders, row.gross_revenue, row.refunds, row.net_revenue] for key, row in gold_rows(sample).items()
+    }
+    assert explained == published
+    # the whole history of one row, from before it existed: the on-time orders
+    # to the correction after final (test_correction_after_final_is_applied_and_flagged)
+    assert not explain_change(sample, "2024-01-15", "web", expect_ok=False, from_version=7).success
+    assert any("no published version 7 before version" in message for message in sample.messages)
+    explain_change(sample, "2024-01-15", "web", from_version=0)
+    [text] = [m for m in sample.messages if m.startswith("2024-01-15 web, version 0 -> ")]
+    row = gold_rows(sample)[(date(2024, 1, 15), "web")]
+    assert f" -> {row.version}: net_revenue {row.net_revenue:+.2f} = " in text
+    assert " on time (tier realtime) " in text and " late (tier month_end) " in text
+    assert "1 correction 'price fixed, by finance, field amount' (-20.00)" in text and "not explained" not in text
+
+
+def explain_change(project: Project, event_date: str, source_system: str, expect_ok: bool = True, **versions: int):
+    args = {"event_date": event_date, "source_system": source_system, **versions}
+    return project.dbt("run-operation", "explain_change", "--args", json.dumps(args), expect_ok=expect_ok)
 
 
 # Audit logs written directly, never staged: a gate decision or a restore is

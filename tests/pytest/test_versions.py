@@ -20,6 +20,8 @@ import pytest
 from tests.pytest.conftest import Project
 
 GOLD = "+gold_daily_revenue"
+# Why gold's rows changed, version by version (the model and its data tests).
+CAUSES = "gold_daily_revenue_causes"
 # Restating a two-partition sample moves totals far beyond the publication
 # gate's limits; these runs override the gate (with an audited reason).
 OVERRIDE = {"publication_gate_override": "versions test: tiny sample"}
@@ -206,6 +208,8 @@ def test_restore_table_refuses_without_reason_or_known_version(runs: Runs) -> No
 
 def test_restore_table_to_run_1_then_rerun(runs: Runs) -> None:
     project = runs.project
+    explain = {"event_date": "2024-01-03", "source_system": "web"}
+    project.build(as_of="2024-01-06T01:00:00+00:00", select=CAUSES)
     lines = run_operation(
         project,
         "restore_table",
@@ -227,9 +231,18 @@ def test_restore_table_to_run_1_then_rerun(runs: Runs) -> None:
     assert restore.restored_at is not None and restore.to_version_committed_at is not None
     # the stateful-merger re-run: gold's own high-water mark is back at run 1,
     # so the next run re-applies run 2's late order
+    # why the numbers changed: the restore took back run 2's order (30.00),
+    # and the re-run applied it again (its data tests check every step sums)
+    project.build(as_of="2024-01-06T01:00:00+00:00", select=CAUSES)
+    assert "2024-01-03 web, version 2 -> 1: net_revenue -30.00 = restore_table (-30.00)" in run_operation(
+        project, "explain_change", **explain
+    )
     project.build(as_of="2024-01-06T01:00:00+00:00", select=GOLD, **OVERRIDE)
     assert gold(project) == RUN_2
     assert gold(project, f"version as of {runs.run_1_version}") == runs.run_1
+    project.build(as_of="2024-01-06T01:00:00+00:00", select=CAUSES)
+    [step] = [line for line in run_operation(project, "explain_change", **explain) if line.startswith("2024-01-03 web")]
+    assert step.startswith("2024-01-03 web, version 1 -> 2: net_revenue +30.00 = 1 ") and step.endswith(" (+30.00)")
 
 
 RETENTION = {

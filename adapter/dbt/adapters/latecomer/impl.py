@@ -26,7 +26,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import digest, gate, publication, run_lock, status_clock, versions
+from python_jobs.core import digest, explain, gate, publication, run_lock, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -338,7 +338,11 @@ class LatecomerAdapter(SparkAdapter):
             ).stdout.strip()
             dirty = subprocess.run(
                 ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root, capture_output=True, text=True, timeout=10, check=True,
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
@@ -407,6 +411,21 @@ class LatecomerAdapter(SparkAdapter):
         failure = digest.deliver(url, payload) if url else None
         webhook = "not configured" if not url else "delivered" if failure is None else f"failed ({failure})"
         return {"periods": len(run.periods), "path": path, "webhook": webhook}
+
+    @available
+    def explain_change(self, rows: Any, from_version: Any, to_version: Any, measure: str) -> dict[str, Any]:
+        """A gold row's change between two versions by cause (python_jobs.core.explain),
+        from its rows of gold_daily_revenue_causes: ``{text, explained}``
+        (explained: the causes add up to the change), or ``{error}``."""
+        try:
+            found = explain.explain(
+                _records(rows),
+                None if from_version is None else int(from_version),
+                None if to_version is None else int(to_version),
+            )
+            return {"text": explain.describe(found, measure), "explained": not any(found.remainder.values())}
+        except ValueError as error:
+            return {"error": str(error)}
 
     # ----------------------------------------------------------------------
     # Procedures behind the macros (python_jobs.core.versions and .gate).
