@@ -23,7 +23,9 @@ import pytest
 from tests.pytest.conftest import ROOT, Project, Webhook
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
-SELECT = "+gold_daily_revenue +late_arrival_audit restatement_digest restatement_frequency"
+# (gold_daily_revenue_causes: its data test checks that the causes of every
+# step, backfills and replays among them, add up to the step)
+SELECT = "+gold_daily_revenue +late_arrival_audit restatement_digest restatement_frequency gold_daily_revenue_causes"
 SOURCE = "partner"
 
 
@@ -176,6 +178,9 @@ def test_backfill_loads_the_window_from_bronze(deployment: Deployment) -> None:
     audit = deployment.project.table("audit", "late_arrival_audit").where("action = 'backfill'").collect()
     assert sorted(r.event_id for r in audit) == ["h1", "h2", "h3"]
     assert {r.reason for r in audit} == {"backfill: partner resend"}
+    # why gold changed: the released rows, as the backfill's cause, with its reason
+    causes = deployment.project.table("audit", "gold_daily_revenue_causes").where("action = 'backfill'").collect()
+    assert causes and {c.change_reason for c in causes} == {"backfill: partner resend"}
     assert deployment.snapshots("silver", "silver_event_arrivals") == before[("silver", "silver_event_arrivals")][1]
 
 
