@@ -168,61 +168,38 @@ attributed as (
         per_event.action, per_event.watermark_tier, per_event.change_reason
 ),
 
-{# A version that went back, or came back to where it was with other values:
-    restore_table took the row back (and a build may have changed it since).
-    What the changes in between leave of its change is the restore's. #}
-restores as (
+{# What the causes of a step leave of its change. For a version that went
+    back, or came back to where it was with other values (restore_table took
+    the row back, and a build may have changed it since), that is the
+    restore's. A version nothing else explains (never expected) is kept with
+    zeros as unexplained, so that the data test causes_sum_to_change names it. #}
+left_over as (
     select
         moved.event_date,
         moved.source_system,
         moved.to_version,
-        'table_restore' as action,
+        case when moved.to_version <= moved.from_version then 'table_restore' else 'unexplained' end as action,
         cast(null as string) as watermark_tier,
         cast(null as string) as change_reason,
         cast(0 as bigint) as events,
         cast(null as bigint) as min_lateness_seconds,
         cast(null as bigint) as max_lateness_seconds,
-        moved.orders_after - moved.orders_before - coalesce(sum(attributed.orders), 0) as orders,
-        moved.gross_revenue_after - moved.gross_revenue_before - coalesce(sum(attributed.gross_revenue), 0)
-            as gross_revenue,
-        moved.refunds_after - moved.refunds_before - coalesce(sum(attributed.refunds), 0) as refunds,
-        moved.net_revenue_after - moved.net_revenue_before - coalesce(sum(attributed.net_revenue), 0)
-            as net_revenue
+        {%- for measure in ['orders', 'gross_revenue', 'refunds', 'net_revenue'] %}
+        case
+            when moved.to_version <= moved.from_version
+                then
+                    any_value(moved.{{ measure }}_after) - any_value(moved.{{ measure }}_before)
+                    - coalesce(sum(attributed.{{ measure }}), 0)
+            else 0
+        end as {{ measure }}{% if not loop.last %},{% endif %}
+        {%- endfor %}
     from moved
     left join attributed
         on moved.event_date = attributed.event_date
         and moved.source_system = attributed.source_system
         and moved.to_version = attributed.to_version
-    where moved.to_version <= moved.from_version
-    group by
-        moved.event_date, moved.source_system, moved.to_version,
-        moved.orders_after, moved.orders_before, moved.gross_revenue_after, moved.gross_revenue_before,
-        moved.refunds_after, moved.refunds_before, moved.net_revenue_after, moved.net_revenue_before
-),
-
-{# A version no change explains (never expected): kept with zeros, so the
-    data test causes_sum_to_change names it. #}
-unexplained as (
-    select
-        moved.event_date,
-        moved.source_system,
-        moved.to_version,
-        'unexplained' as action,
-        cast(null as string) as watermark_tier,
-        cast(null as string) as change_reason,
-        cast(0 as bigint) as events,
-        cast(null as bigint) as min_lateness_seconds,
-        cast(null as bigint) as max_lateness_seconds,
-        cast(0 as bigint) as orders,
-        cast(0 as decimal(38, 2)) as gross_revenue,
-        cast(0 as decimal(38, 2)) as refunds,
-        cast(0 as decimal(38, 2)) as net_revenue
-    from moved
-    left anti join attributed
-        on moved.event_date = attributed.event_date
-        and moved.source_system = attributed.source_system
-        and moved.to_version = attributed.to_version
-    where moved.to_version > moved.from_version
+    group by moved.event_date, moved.source_system, moved.to_version, moved.from_version
+    having moved.to_version <= moved.from_version or count(attributed.to_version) = 0
 ),
 
 causes as (
@@ -242,9 +219,7 @@ causes as (
         net_revenue
     from attributed
     union all
-    select * from restores
-    union all
-    select * from unexplained
+    select * from left_over
 ),
 
 final as (
