@@ -97,30 +97,21 @@ changes as (
     previous one (a deleted event counts nowhere). -#}
 effects as (
     select
-        event_id,
-        source_system,
-        action,
-        watermark_tier,
-        change_reason,
-        lateness_seconds,
-        changed_run_at,
-        event_date,
-        {{ revenue_effect('', '+') }}
+        changes.event_id,
+        changes.source_system,
+        changes.action,
+        changes.watermark_tier,
+        changes.change_reason,
+        changes.lateness_seconds,
+        changes.changed_run_at,
+        side.event_date,
+        side.orders,
+        side.gross_revenue,
+        side.refunds
     from changes
-    where event_date is not null and not is_deleted
-    union all
-    select
-        event_id,
-        source_system,
-        action,
-        watermark_tier,
-        change_reason,
-        lateness_seconds,
-        changed_run_at,
-        previous_event_date as event_date,
-        {{ revenue_effect('previous_', '-') }}
-    from changes
-    where previous_event_date is not null and not coalesce(previous_is_deleted, false)
+        lateral view inline(array({{ revenue_effect('', '+') }}, {{ revenue_effect('previous_', '-') }})) side
+        as event_date, orders, gross_revenue, refunds
+    where side.event_date is not null
 ),
 
 per_event as (
