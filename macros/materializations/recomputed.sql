@@ -61,7 +61,11 @@
                 {{ create_table_as(false, target_relation, sql, language) }}
             {%- endcall -%}
         {%- endif -%}
-        {%- if decision['staged'] and fingerprint is not none -%}
+        {#- Where the run stages publication, the fingerprint names the
+            version just written (the run branch's head, or main's after a
+            first build or --full-refresh created the table there), as the
+            next run's decision will read it. -#}
+        {%- if staged_model() and decision['inputs'] is not none -%}
             {%- set fingerprint = own_version_fingerprint(decision['inputs'], current_version(target_relation)) -%}
         {%- endif -%}
         {%- if fingerprint is not none -%}

@@ -365,14 +365,24 @@ def test_dbt_build_publishes_estimates_and_backtest(project: Project, write_ndjs
         lines += [order_line(day - 1, *ORDERS[2])] if day > 1 else []
         path = write_ndjson(f"web_{day}.ndjson", lines)
         assert project.ingest("web", path, arrival_ts=f"2024-01-{day:02d}T23:00:00+00:00") == 0
-    project.build(
-        as_of="2024-01-06T23:30:00+00:00",
-        select="+gold_completeness +gold_completeness_backtest +gold_daily_revenue",
-        preliminary_until_tier="daily_close",
-        completeness_window_days=3,
-        completeness_backtest_days=2,
-        completeness_backtest_horizons_hours=[-12, 0],
-    )
+    build_vars = {
+        "as_of": "2024-01-06T23:30:00+00:00",
+        "select": "+gold_completeness +gold_completeness_backtest +gold_daily_revenue",
+        "preliminary_until_tier": "daily_close",
+        "completeness_window_days": 3,
+        "completeness_backtest_days": 2,
+        "completeness_backtest_horizons_hours": [-12, 0],
+    }
+    project.build(**build_vars)
+    # The same build again, right after the first: both summaries are left as
+    # they are (no new snapshot), the tables having been created on main.
+    snapshots = {
+        table: f"select snapshot_id from {{schema}}_gold.{table}.snapshots"
+        for table in ("gold_completeness", "gold_completeness_backtest")
+    }
+    before = {table: project.sql(sql) for table, sql in snapshots.items()}
+    project.build(**build_vars)
+    assert {table: project.sql(sql) for table, sql in snapshots.items()} == before
 
     got = by_partition(project.table("gold", "gold_completeness"))
     assert set(got) == {("web", m, d) for m in METRICS for d in ("2024-01-05", "2024-01-06")}
