@@ -18,5 +18,8 @@ REFUND_EVENT_TYPE: Final = "refund"
 MONEY_EVENT_TYPES: Final = ("order_placed", "refund")
 # Customer tiers a customer change may carry (lower-cased).
 CUSTOMER_TIERS: Final = ("bronze", "silver", "gold", "platinum")
+# The measures of the revenue gold models (daily, hourly, rollups, by tier),
+# which the restatement digest and the explanations of a change sum.
+REVENUE_MEASURES: Final = ("orders", "gross_revenue", "refunds", "net_revenue")
 # Spark SQL type of money amounts in bronze, silver and sessions.
 MONEY: Final = "decimal(18,2)"

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-MEASURES = ("orders", "gross_revenue", "refunds", "net_revenue")
+from python_jobs.core.constants import REVENUE_MEASURES
+
+MEASURES = REVENUE_MEASURES
 WEBHOOK_ENV = "LATECOMER_DIGEST_WEBHOOK"
 
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-MEASURES = ("orders", "gross_revenue", "refunds", "net_revenue")
+from python_jobs.core.constants import REVENUE_MEASURES
+
+MEASURES = REVENUE_MEASURES
 # How each action reads in a sentence: (singular, plural).
 NOUNS = {
     "insert": ("event on time", "events on time"),
