@@ -133,7 +133,8 @@
 
 
 {#- The unique key (a list) and the partition column of a restated model: the
-    gate's partition, else the first partition_by column. -#}
+    gate's partition, else the column of the first partition_by entry (the
+    date itself where the files are partitioned by its month). -#}
 {% macro restated_layout() %}
     {%- set keys = config.get('unique_key') -%}
     {%- set gate = config.get('publication_gate') or {} -%}
@@ -144,7 +145,7 @@
     {%- endif -%}
     {{ return({
         'keys': [keys] if keys is string else keys,
-        'partition': partition if partition is string else partition[0],
+        'partition': partition_column(partition if partition is string else partition[0]),
         'measure': gate.get('measure'),
         'count': gate.get('count'),
         'by': gate.get('by')}) }}

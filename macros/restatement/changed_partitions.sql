@@ -5,7 +5,9 @@
         model's high-water mark (source_changed_run_at), plus during a backfill
         or replay every partition of its window (window_partition_expr of the
         window's dates `d`): the partition value, the reasons, and the newest
-        change marker consumed. -#}
+        change marker consumed. A change counts in its partition and in its
+        previous one (a correction that moved an event to another date); a
+        rollup, whose two are the same expression, reads its changes once. -#}
 
 {% macro changed_partitions(changes, partition_expr='event_date', previous_partition_expr='previous_event_date', action_column='action', window_partition_expr='d') -%}
     {%- set hwm = high_water_mark('source_changed_run_at') -%}
@@ -17,10 +19,12 @@
         select {{ partition_expr }} as partition_value, {{ restatement_reason(action_column) }} as reason, changed_run_at
         from {{ changes }}
         where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
+        {%- if previous_partition_expr != partition_expr %}
         union all
         select {{ previous_partition_expr }} as partition_value, {{ restatement_reason(action_column) }} as reason, changed_run_at
         from {{ changes }}
         where changed_run_at > {{ hwm }} and {{ action_column }} != 'duplicate'
+        {%- endif %}
         {%- if is_incremental() and backfill_window() %}
         {#- A backfill or replay recomputes every partition of its window
             (restate then writes only the rows whose values changed). #}

@@ -2,7 +2,7 @@
     out), recomputed for the event dates silver's change log touched since
     this model last ran. volume_against_baseline compares each date with the
     days before it. -#}
-{{ config(unique_key=['source_system', 'event_date'], partition_by=['event_date']) }}
+{{ config(unique_key=['source_system', 'event_date'], partition_by=month_partitions('event_date')) }}
 
 {%- set hwm = high_water_mark('source_changed_run_at') %}
 

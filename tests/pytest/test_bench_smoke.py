@@ -1,10 +1,10 @@
 """`make bench-smoke` as a test: the restatement benchmark at tiny scale.
 
 Runs the benchmark's own functions on the session's Spark (one JVM) in a schema
-of its own, once, and checks what it measured: the incremental build rewrites
-exactly the k late partitions of gold, the static lookback (a copy of the
-project with tooling/bench/lookback.patch) its window plus those, the full
-refresh every partition; the three give the same silver and gold; the floor
+of its own, once, and checks what it measured: the incremental build restates
+exactly the k late dates of gold (and rewrites only their months' files), the
+static lookback (a copy of the project with tooling/bench/lookback.patch) its
+window plus those, the full refresh every date; the three give the same silver and gold; the floor
 (a plain PySpark job) merges the late batch into the same silver_events rows;
 a build with nothing new writes no table version; the incremental build reads
 only the late batch from bronze; results are written.
@@ -75,9 +75,15 @@ def test_incremental_rewrites_exactly_the_late_partitions(bench_run):
     late_dates = report["late_batch"]["dates"]
     assert len(late_dates) == SCALE.k
     gold = run_of(report, "incremental")["tables"][GOLD]
-    assert gold["partition_values"] == late_dates
-    assert gold["partitions_written"] == gold["partitions_rewritten"] == SCALE.k
-    assert gold["partitions_total"] > SCALE.k
+    # Rows: exactly the late dates are restated, the other dates keep theirs.
+    assert gold["date_values"] == late_dates
+    assert gold["dates_written"] == SCALE.k
+    assert gold["dates_total"] > SCALE.k
+    # Files: gold is partitioned by month (month_partitions), so the files
+    # rewritten are those of the late dates' months, and only those.
+    late_months = sorted({d[:7] for d in late_dates})
+    assert gold["partition_values"] == late_months
+    assert gold["partitions_written"] == gold["partitions_rewritten"] == len(late_months)
     silver = run_of(report, "incremental")["tables"]["silver_events"]
     assert silver["partition_values"] == late_dates
 
@@ -87,8 +93,8 @@ def test_full_refresh_rewrites_every_partition(bench_run):
     run = run_of(report, "full_refresh")
     gold = run["tables"][GOLD]
     assert gold["partitions_written"] == gold["partitions_total"]
-    assert gold["partitions_total"] == run["gold_fingerprint"]["partitions"]
-    assert gold["partitions_total"] >= SCALE.days
+    assert gold["dates_written"] == gold["dates_total"] == run["gold_fingerprint"]["partitions"]
+    assert gold["dates_total"] >= SCALE.days
 
 
 def test_lookback_rewrites_its_whole_window(bench_run):
@@ -100,12 +106,12 @@ def test_lookback_rewrites_its_whole_window(bench_run):
     window = {str(start + timedelta(days=i)) for i in range(LOOKBACK_DAYS)}
     late = set(report["late_batch"]["dates"])
     assert late - window, "the late batch should reach beyond the lookback window"
-    rewritten = set(run["tables"][GOLD]["partition_values"])
-    # Every late partition, and besides them only (existing) partitions of the window.
+    rewritten = set(run["tables"][GOLD]["date_values"])
+    # Every late date, and besides them only (existing) dates of the window.
     assert late <= rewritten
     assert rewritten - late
     assert rewritten - late <= window
-    assert len(rewritten) < run["tables"][GOLD]["partitions_total"]
+    assert len(rewritten) < run["tables"][GOLD]["dates_total"]
 
 
 def test_dbt_variants_agree_on_silver_and_gold(bench_run):
@@ -131,7 +137,7 @@ def test_floor_merges_the_late_batch_like_dbt(bench_run):
     assert floor["floor"]["keys_merged"] > 0
     assert floor["floor"]["gold_tables"] == [GOLD]
     # It rewrote only the touched partitions, and its revenue is dbt's.
-    assert floor["tables"][GOLD]["partition_values"] == report["late_batch"]["dates"]
+    assert floor["tables"][GOLD]["date_values"] == report["late_batch"]["dates"]
     assert floor["tables"]["silver_events"]["partition_values"] == report["late_batch"]["dates"]
     assert floor["gold_fingerprint"] == incremental["gold_fingerprint"]
     assert report["summary"]["floor_same_as_incremental"] == {"silver_fingerprint": True, "gold_fingerprint": True}

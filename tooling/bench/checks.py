@@ -22,6 +22,29 @@ def gold_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
     return row.asDict()
 
 
+def dates_written(spark: SparkSession, schema: str, before: dict[str, int | None]) -> list[str]:
+    """The event dates of gold_daily_revenue holding a row the run wrote: rows
+    that differ from the table's state at the start (values, version or run
+    stamps; every date when the run recreated the table), and the partitions
+    the change manifest lists for the run (a row written back unchanged, as
+    the lookback does). ``before``: each table's snapshot at the start. A
+    measure of rows, where the files written are per month (month_partitions)."""
+    dates: set[str] = set()
+    for table, column, where in (
+        (f"{schema}_gold.{GOLD_MODEL}", "event_date", "true"),
+        (f"{schema}_audit.gold_change_manifest", "partition_value", f"model = '{GOLD_MODEL}'"),
+    ):
+        if not spark.catalog.tableExists(table):
+            continue
+        rows = f"select * from {table}"
+        lineage = {r.snapshot_id for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect()}
+        if before.get(table) in lineage:
+            rows = f"{rows} except all select * from {table} version as of {before[table]}"
+        found = spark.sql(f"select distinct cast({column} as string) as d from ({rows}) where {where}").collect()
+        dates |= {r.d for r in found}
+    return sorted(dates)
+
+
 def lookback_window(spark: SparkSession, schema: str, days: int) -> list[str]:
     """The window the static lookback covered in gold_daily_revenue: its last
     ``days`` event dates (see changed_partitions in tooling/bench/lookback.patch)."""

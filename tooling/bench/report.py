@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.bench.config import FLOOR, LOOKBACK, LOOKBACK_VAR, NOTHING_NEW, PATCHED, SAME_RESULT
+from tooling.bench.config import FLOOR, GOLD_MODEL, LOOKBACK, LOOKBACK_VAR, NOTHING_NEW, PATCHED, SAME_RESULT
 from tooling.bench.metrics import READ_TABLES
 
 
@@ -103,6 +103,8 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
                         "bytes_written",
                         "records_written",
                         "files_added",
+                        "dates_written",
+                        "dates_total",
                     )
                 }
                 for name in tables
@@ -231,6 +233,13 @@ def render_markdown(report: dict[str, Any]) -> str:
     row("models (floor: steps), s", lambda s: fmt_num(s["model_seconds"], 1))
     row("tests and snapshot, s", lambda s: fmt_num(s["test_seconds"], 1))
     gold_tables = sorted({t for v in variants for t, st in summary[v]["tables"].items() if t.startswith("gold")})
+    row(
+        f"{GOLD_MODEL}: event dates restated / total",
+        lambda s: (
+            f"{fmt_num(s['tables'].get(GOLD_MODEL, {}).get('dates_written'))} / "
+            f"{fmt_num(s['tables'].get(GOLD_MODEL, {}).get('dates_total'))}"
+        ),
+    )
     for table in gold_tables:
         row(
             f"{table}: partitions written / total",

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pyspark.sql import SparkSession
 
-from tooling.bench.checks import gold_fingerprint, lookback_window, silver_fingerprint
+from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
     GOLD_MODEL,
@@ -123,6 +123,10 @@ def measure_variant(
         name = table.split(".")[1]
         before = start.get(table)
         tables[name] = {"layer": layer, **rewrite_stats(before, table_files(spark, table))}
+        if name == GOLD_MODEL:
+            written = dates_written(spark, cfg.schema, {t: state.snapshot_id for t, state in start.items()})
+            total = spark.sql(f"select count(distinct event_date) from {table}").collect()[0][0]
+            tables[name] |= {"dates_written": len(written), "dates_total": total, "date_values": written}
         if layer == "gold":
             snapshots[name] = snapshot_summaries(spark, table, before and before.snapshot_id)
     return Measurement(

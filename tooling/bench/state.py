@@ -158,7 +158,15 @@ def rewrite_stats(before: TableState | None, after: FileMap) -> dict[str, Any]:
 
 def _partition_label(part_json: str) -> str:
     values = json.loads(part_json) if part_json else {}
-    return ",".join(str(v) for v in values.values()) or "(unpartitioned)"
+    return ",".join(_partition_value(k, v) for k, v in values.items()) or "(unpartitioned)"
+
+
+def _partition_value(field: str, value: Any) -> str:
+    """A partition value as people write it: a months() transform's month
+    count since 1970 as YYYY-MM."""
+    if field.endswith("_month") and isinstance(value, int):
+        return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}"
+    return str(value)
 
 
 def snapshot_summaries(spark: SparkSession, table: str, after_snapshot: int | None) -> list[dict[str, Any]]:
