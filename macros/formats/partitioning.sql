@@ -12,7 +12,7 @@
     there the day column stays the partition. Used in config(partition_by=...),
     rendered when the project is parsed. -#}
 {% macro month_partitions(column) -%}
-    {%- if (target.table_format | default('iceberg', true) | lower) == 'delta' -%}
+    {%- if versions_table_format() == 'delta' -%}
         {{ return([column]) }}
     {%- endif -%}
     {{ return(['months(' ~ column ~ ')']) }}
