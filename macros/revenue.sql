@@ -24,18 +24,29 @@
 
 {#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
     or 'year', the last being year to date for the open year):
-    a period is recomputed when one of its days changed, and its status is its
+    a period is recomputed when one of its days changed, or an adjustment
+    was booked in it (gold_daily_revenue_adjustments, period_close adjust),
+    and holds its days plus the adjustments booked in it. Its status is its
     last day's: a quarter whose January is final is still live while its
     March is (restate). -#}
 {% macro revenue_rollup(grain) -%}
     {%- set period = grain ~ '_start_date' -%}
     {%- set period_of = "cast(date_trunc('" ~ grain | upper ~ "', event_date) as date)" -%}
+    {%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] -%}
     with daily_changes as (
         select
-            *,
             {{ period_of }} as period_date,
-            coalesce(case when restated_on = last_changed_at then restatement_reason end, 'insert') as action
+            coalesce(case when restated_on = last_changed_at then restatement_reason end, 'insert') as action,
+            changed_run_at
         from {{ ref('gold_daily_revenue') }}
+        union all
+        {#- An adjustment changes the period it is booked in, for the main
+            reason of the change it books. #}
+        select
+            {{ period_of | replace('event_date', 'booked_date') }} as period_date,
+            coalesce(adjustment_reason, 'insert') as action,
+            changed_run_at
+        from {{ ref('gold_daily_revenue_adjustments') }}
     ),
 
     impacted as (
@@ -44,26 +55,29 @@
     ),
 
     daily as (
-        select * from {{ ref('gold_daily_revenue') }}
+        select {{ period_of }} as period_date, source_system, {{ measures | join(', ') }}
+        from {{ ref('gold_daily_revenue') }}
         where {{ period_of }} in (select partition_value from impacted)
+        union all
+        select {{ period_of | replace('event_date', 'booked_date') }} as period_date, source_system,
+            {{ measures | join(', ') }}
+        from {{ ref('gold_daily_revenue_adjustments') }}
+        where {{ period_of | replace('event_date', 'booked_date') }} in (select partition_value from impacted)
     ),
 
     recomputed as (
         select
-            {{ period_of }} as {{ period }},
+            period_date as {{ period }},
             source_system,
-            sum(orders) as orders,
-            sum(gross_revenue) as gross_revenue,
-            sum(refunds) as refunds,
-            sum(net_revenue) as net_revenue
+            {%- for measure in measures %}
+                sum({{ measure }}) as {{ measure }}{% if not loop.last %},{% endif %}
+            {%- endfor %}
         from daily
-        group by {{ period_of }}, source_system
+        group by period_date, source_system
     ),
 
     final as (
-        {{ restate('recomputed', 'impacted', [period, 'source_system'],
-                   ['orders', 'gross_revenue', 'refunds', 'net_revenue'],
-                   partition_column=period, grain=grain) }}
+        {{ restate('recomputed', 'impacted', [period, 'source_system'], measures, partition_column=period, grain=grain) }}
     )
 
     select * from final

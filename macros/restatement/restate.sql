@@ -4,7 +4,9 @@
         SQL comparing the recomputed partitions with the stored ones and
         returning only rows to merge: partitions whose values changed (version
         + 1, restated_on / restatement_reason when the change is a restatement,
-        flagged when the partition was already final) and rows whose live /
+        flagged when the partition was already final; with period_close
+        adjust, final partitions keep their values: macros/restatement/
+        period_close.sql) and rows whose live /
         preliminary / final status moved at as_of. A partition is a period of
         `grain` (day, week, month, quarter, year) starting at its
         partition_column; its status is its last day's (period_last_day): a
@@ -99,6 +101,11 @@
             coalesce(reasons, cast(array() as array<string>)) as change_reasons
         from judged
         where values_changed
+        {%- if keeps_closed_partitions() %}
+            {#- period_close adjust: a final partition keeps its numbers
+                (gold_daily_revenue_adjustments books the change). #}
+            and new_status != 'final'
+        {%- endif %}
     )
 
     {%- if is_incremental() %},

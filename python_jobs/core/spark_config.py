@@ -19,6 +19,9 @@ Environment variables (all optional):
     A remote Hive metastore (``thrift://host:9083``) instead of the embedded one.
 ``LATECOMER_DRIVER_MEMORY``
     Driver memory (default ``4g``).
+``LATECOMER_JAVA_OPTIONS``
+    More options for the driver JVM (e.g. ``-XX:+UseParallelGC``), after the
+    project's own.
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
     ``spark.executor.memory``, ``spark.executor.cores`` and
     ``spark.executor.instances`` on a cluster (unset: the cluster manager's
@@ -194,7 +197,9 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} -Duser.timezone=UTC",
+        "spark.driver.extraJavaOptions": " ".join(
+            [f"-Dderby.system.home={state}", "-Duser.timezone=UTC", os.environ.get("LATECOMER_JAVA_OPTIONS", "")]
+        ).strip(),
         # Executors on a cluster run in their machines' time zone otherwise.
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},

@@ -9,6 +9,8 @@ description (:class:`NodeTagger`, :func:`tagged`).
 
 from __future__ import annotations
 
+import os
+import resource
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -188,6 +190,57 @@ def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
     for stats in by_node.values():
         stats["spark_seconds"] = round(stats["spark_seconds"], 3)
     return {"by_node": by_node, "queries": queries, "spark_seconds": round(total, 3)}
+
+
+class ProcessCounters:
+    """CPU seconds a run costs, and what the JVM spends some of them on.
+
+    Wall time on two cores moves by a third between repeats of the same
+    build; the CPU both processes burn moves much less, so it is the better
+    figure for telling two versions of the project apart. Read from
+    ``/proc`` (Linux) and the JVM's management beans:
+
+    - ``jvm_cpu_seconds``: user and system time of the Spark driver JVM
+      (with ``local[n]``, the executors' tasks run in it too);
+    - ``python_cpu_seconds``: this process (dbt's threads, the benchmark);
+    - ``gc_seconds``: the JVM's garbage collectors, wall time;
+    - ``jit_seconds``: HotSpot's compiler threads;
+    - ``codegen_compilations`` and ``codegen_seconds``: Spark's whole-stage
+      code generation, classes compiled and an estimate of their compile
+      time (count x the mean of Spark's decaying histogram).
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.jvm = spark._jvm
+        self.pid = self.jvm.ProcessHandle.current().pid()
+        self.first: dict[str, float] = {}
+
+    def read(self) -> dict[str, float]:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open(f"/proc/{self.pid}/stat") as stat:
+            # Fields after the command name; utime and stime are the 14th and 15th.
+            fields = stat.read().rsplit(")", 1)[1].split()
+        beans = self.jvm.java.lang.management.ManagementFactory
+        collectors = beans.getGarbageCollectorMXBeans()
+        codegen = self.jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "jvm_cpu_seconds": (int(fields[11]) + int(fields[12])) / ticks,
+            "python_cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "gc_seconds": sum(collectors.get(i).getCollectionTime() for i in range(collectors.size())) / 1000,
+            "jit_seconds": beans.getCompilationMXBean().getTotalCompilationTime() / 1000,
+            "codegen_compilations": codegen.getCount(),
+            "codegen_seconds": codegen.getCount() * codegen.getSnapshot().getMean() / 1000,
+        }
+
+    def start(self) -> None:
+        self.first = self.read()
+
+    def collect(self) -> dict[str, float]:
+        """What each counter grew by since :meth:`start`."""
+        now = self.read()
+        grown = {key: now[key] - self.first.get(key, 0) for key in now}
+        return {key: round(value, 3) if isinstance(value, float) else value for key, value in grown.items()}
 
 
 def _metric_number(text: str) -> int | None:

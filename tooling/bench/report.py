@@ -35,6 +35,8 @@ class Measurement:
     lookback_window: list[str] | None = None
     failed_nodes: list[str] = field(default_factory=list)
     floor: dict[str, Any] | None = None  # what the floor job did (tooling.bench.floor.FloorRun)
+    # CPU of the run (tooling.bench.metrics.ProcessCounters).
+    cpu: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -74,6 +76,10 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
             "build_seconds_min": min(m.seconds for m in runs),
             "build_seconds_max": max(m.seconds for m in runs),
             "spark_seconds": _median(m.spark_seconds for m in runs),
+            "cpu_seconds": _median(
+                m.cpu["jvm_cpu_seconds"] + m.cpu["python_cpu_seconds"] if m.cpu else None for m in runs
+            ),
+            "cpu": {key: _median(m.cpu.get(key) for m in runs) for key in sorted({k for m in runs for k in m.cpu})},
             "versions_written": _median(sum(m.versions_written.values()) for m in runs),
             "versions_written_by_table": {
                 name: _median(m.versions_written.get(name, 0) for m in runs)
@@ -141,7 +147,7 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
         summary["ratios"] = {
             f"incremental/{other}": {
                 key: _ratio(summary["incremental"][key], summary[other][key])
-                for key in ("build_seconds", "spark_seconds")
+                for key in ("build_seconds", "spark_seconds", "cpu_seconds")
             }
             for other in RATIOS
             if other in summary
@@ -229,6 +235,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     row("build, s", lambda s: fmt_num(s["build_seconds"], 1))
     row("build min - max, s", lambda s: f"{fmt_num(s['build_seconds_min'], 1)} - {fmt_num(s['build_seconds_max'], 1)}")
     row("Spark time, s", lambda s: fmt_num(s["spark_seconds"], 1))
+    row("CPU, s (JVM + Python)", lambda s: fmt_num(s.get("cpu_seconds"), 1))
+    jvm_work = ("gc_seconds", "jit_seconds", "codegen_seconds")
+    row(
+        "JVM: GC pauses / JIT / Spark codegen, s",
+        lambda s: " / ".join(fmt_num(s.get("cpu", {}).get(k), 1) for k in jvm_work),
+    )
     row("table versions written", lambda s: fmt_num(s["versions_written"]))
     row("models (floor: steps), s", lambda s: fmt_num(s["model_seconds"], 1))
     row("tests and snapshot, s", lambda s: fmt_num(s["test_seconds"], 1))
@@ -341,11 +353,11 @@ def render_markdown(report: dict[str, Any]) -> str:
 def _ratio_lines(ratios: dict[str, dict[str, float | None]], labels: dict[str, str]) -> list[str]:
     if not ratios:
         return []
-    lines = ["", "| incremental as a multiple of | build | Spark time |", "|---|---:|---:|"]
+    lines = ["", "| incremental as a multiple of | build | Spark time | CPU |", "|---|---:|---:|---:|"]
     for pair, values in ratios.items():
         other = pair.split("/")[1]
         build, spark = fmt_times(values["build_seconds"]), fmt_times(values["spark_seconds"])
-        lines.append(f"| {labels.get(other, other)} | {build} | {spark} |")
+        lines.append(f"| {labels.get(other, other)} | {build} | {spark} | {fmt_times(values.get('cpu_seconds'))} |")
     return lines
 
 

@@ -29,7 +29,7 @@ from tooling.bench.config import (
 from tooling.bench.floor import run_floor
 from tooling.bench.landing import land_late, land_once
 from tooling.bench.machine import machine_info, peak_memory
-from tooling.bench.metrics import ScanMetrics
+from tooling.bench.metrics import ProcessCounters, ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
 from tooling.bench.state import (
@@ -84,6 +84,8 @@ def measure_variant(
     restore(spark, start, cfg.schema)
     scans = ScanMetrics(spark)
     scans.start()
+    counters = ProcessCounters(spark)
+    counters.start()
     floor = None
     if variant == FLOOR:
         run = run_floor(
@@ -111,6 +113,7 @@ def measure_variant(
             vars[LOOKBACK_VAR] = cfg.lookback_days
         build = run_dbt(cfg, *args, vars=vars, spark=spark, variant=variant)
         seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
+    cpu = counters.collect()
     reads = scans.collect()
     if not reads["bronze_events"]["complete"]:
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
@@ -146,6 +149,7 @@ def measure_variant(
         lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == LOOKBACK else None),
         failed_nodes=failed_nodes,
         floor=floor,
+        cpu=cpu,
     )
 
 
