@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep steward maintain restore gold-versions clean
+.PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 install: $(STAMP)
 
@@ -74,6 +74,11 @@ bench-smoke: install
 ## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")
 bench-sweep: install
 	$(BIN)/python -m tooling.bench sweep $(SWEEP_ARGS)
+
+## faults: SIGKILL ingests and builds at model boundaries and random points, run again, compare with the
+##   reference (FAULTS_ARGS="--boundaries --seeds 1,2,3"; about 2 minutes per fault on 2 cores)
+faults: install
+	$(BIN)/python -m tests.pytest.faults $(FAULTS_ARGS)
 
 ## steward: list quarantined rows (release/reject: python -m python_jobs.landing.steward --help)
 steward: install

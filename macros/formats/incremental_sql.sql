@@ -85,7 +85,10 @@
     {%- set by_day = prune.get('type', 'date') == 'timestamp' -%}
     {%- set value_sql = 'to_date(' ~ prune['source_column'] ~ ')' if by_day else prune['source_column'] -%}
     {%- set values = run_query('select distinct cast(' ~ value_sql ~ ' as string) from ' ~ source
-        ~ ' where ' ~ prune['source_column'] ~ ' is not null').columns[0].values() -%}
+        ~ ' where ' ~ prune['source_column'] ~ ' is not null').columns[0].values() | list -%}
+    {#- Partitions the model found its matches in besides (silver_events:
+        rows its change log has not taken yet, macros/silver/change_capture.sql). -#}
+    {%- set values = (values + (adapter.memo_get('merge_prune_extra:' ~ this) or [])) | unique | list -%}
     {%- if values | length == 0 -%}
         {{ return(['false']) }}
     {%- endif -%}

@@ -19,12 +19,19 @@
 
 {%- set run_hwm = high_water_mark('changed_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}
+{#- The columns the change log compares (previous_<column> on each row). #}
+{%- set capture_columns = {'event_type': 'string', 'user_id': 'string', 'amount': 'decimal(18, 2)',
+                           'event_ts': 'timestamp', 'event_date': 'date', 'is_deleted': 'boolean'} %}
 {#- With no new arrival and no release since the last run, the batch is
     planned as empty and Spark reads none of this table's history. #}
 {%- set nothing_new = is_incremental() and not window and not any_rows(
     "select 1 from " ~ ref('silver_event_arrivals') ~ " where route = 'silver' and ledger_run_at > " ~ run_hwm
     ~ " union all select 1 from " ~ ref('silver_quarantine')
     ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
+{#- How far silver_event_changes has taken this table, and where rows it has
+    not taken yet live (macros/silver/change_capture.sql). #}
+{%- set logged_until = none if nothing_new else change_log_high_water_mark() %}
+{%- do unlogged_event_dates(logged_until) %}
 
 {#- Backfill and replay: the window's rows read again from bronze
     (rederived) and the correction links among them. In a build, the links'
@@ -235,7 +242,13 @@ existing as (
         arrival_ts as first_arrival_ts,
         lateness_seconds,
         watermark_tier,
-        cast(0 as bigint) as version_count
+        cast(0 as bigint) as version_count,
+        {%- for column in capture_columns %}
+        cast(null as {{ capture_columns[column] }}) as previous_{{ column }},
+        {%- endfor %}
+        cast(null as string) as last_action,
+        cast(null as string) as change_reason,
+        cast(null as timestamp) as changed_run_at
     from batch_winners
     where false
 ),
@@ -274,7 +287,16 @@ compared as (
         existing.first_arrival_ts as old_first_arrival_ts,
         existing.lateness_seconds as old_lateness_seconds,
         existing.watermark_tier as old_watermark_tier,
-        existing.version_count as old_version_count
+        existing.version_count as old_version_count,
+        {#- A stored row whose change the change log has not taken (a run
+            stopped between the two): what the log last saw is its previous
+            values, not the row (macros/silver/change_capture.sql). #}
+        {{ 'coalesce(existing.changed_run_at > ' ~ logged_until ~ ', false)' if logged_until else 'false' }} as old_unlogged,
+        {%- for column in capture_columns %}
+        existing.previous_{{ column }} as old_previous_{{ column }},
+        {%- endfor %}
+        existing.last_action as old_last_action,
+        existing.change_reason as old_change_reason
     from batch_winners
     left join existing
         on batch_winners.resolved_event_id = existing.event_id
@@ -297,13 +319,11 @@ final as (
         end as first_arrival_ts,
         case when from_scratch then new_versions else coalesce(old_version_count, 0) + new_versions end
             as version_count,
-        old_event_type as previous_event_type,
-        old_user_id as previous_user_id,
-        old_amount as previous_amount,
-        old_event_ts as previous_event_ts,
-        old_event_date as previous_event_date,
-        old_is_deleted as previous_is_deleted,
+        {%- for column in capture_columns %}
+        case when old_unlogged then old_previous_{{ column }} else old_{{ column }} end as previous_{{ column }},
+        {%- endfor %}
         case
+            when not new_wins and old_unlogged then old_last_action
             when not new_wins then 'duplicate'
             when from_scratch or {{ in_backfill_window('event_date') }} then {{ sql_string(backfill_mode()) }}
             when has_release = 1 and is_release then 'quarantine_release'
@@ -316,6 +336,7 @@ final as (
         case
             when from_scratch or {{ in_backfill_window('event_date') }} then {{ backfill_reason_sql() }}
             when new_wins and record_kind = 'correction' then {{ correction_reason('raw_payload') }}
+            when not new_wins and old_unlogged then old_change_reason
         end as change_reason,
         {{ as_of_ts() }} as processed_at,
         {{ run_ts() }} as changed_run_at,

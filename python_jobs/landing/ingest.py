@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 
 from python_jobs.core import run_lock
 from python_jobs.core.constants import CUSTOMER_TIERS, EVENT_TYPES, MONEY, MONEY_EVENT_TYPES
+from python_jobs.core.failpoints import INGEST_AFTER_ROWS, failpoint
 from python_jobs.core.spark_config import get_spark
 
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
@@ -701,6 +702,7 @@ def ingest(
             spark, [r.ingestion_id for _, r in new], source_system, arrival_ts, ingested_at
         )
         land(spark, feed, new, landed, table, settings)
+        failpoint(INGEST_AFTER_ROWS)
         to_log += [(result, arrival_ts, ingested_at) for _, result in new]
     if to_log:
         log_rows = [

@@ -1,0 +1,47 @@
+{#- Change capture that survives a crash between silver_events and its change log.
+
+    silver_events keeps, on each row, the values its change log compares
+    with (previous_*). A run can stop after its silver_events MERGE and
+    before silver_event_changes takes the rows it changed. If the next run
+    changed such a key again and took the previous values from the stored
+    row, the change in between would never be logged, and gold would keep
+    counting the key where it was before it.
+
+    So silver_events reads how far the change log has taken it (its
+    high-water mark, changed_run_at) and, for a stored row changed after it
+    (unlogged), carries the row's own previous values and action over
+    instead: the change log then compares with what it last saw. The MERGE
+    also reads the partitions such rows live in, since their
+    previous_event_date no longer names them (merge_partition_predicates).
+
+    change_log_high_water_mark()
+        SQL timestamp literal up to which silver_event_changes has taken
+        silver_events' changes; none when there is no change log to read
+        (first build, unit tests: override it there).
+    unlogged_event_dates(logged_until)
+        The event dates holding rows of this table changed after
+        `logged_until` (none after a clean run; Iceberg skips every file whose
+        changed_run_at statistics end before it), kept for
+        merge_partition_predicates. -#}
+
+{% macro change_log_high_water_mark() %}
+    {%- if not execute or model.resource_type != 'model' or not is_incremental() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set change_log = adapter.get_relation(this.database, this.schema, 'silver_event_changes') -%}
+    {{ return(none if change_log is none else high_water_mark('changed_run_at', change_log)) }}
+{% endmacro %}
+
+{% macro unlogged_event_dates(logged_until) %}
+    {%- if logged_until is none or not execute or model.resource_type != 'model' -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set dates = run_query('select distinct cast(event_date as string) from ' ~ this
+        ~ ' where changed_run_at > ' ~ logged_until).columns[0].values() | list -%}
+    {%- if dates -%}
+        {{ log(model.name ~ ': rows of ' ~ dates | length ~ ' event date(s) changed after the change log\'s last run;'
+            ~ ' their previous values are kept for it', info=true) }}
+    {%- endif -%}
+    {%- do adapter.memo_set('merge_prune_extra:' ~ this, dates) -%}
+    {{ return(dates) }}
+{% endmacro %}
