@@ -119,6 +119,16 @@ where not ({% for measure in measures %}owed.{{ measure }} = 0{% if not loop.las
 
 {%- else %}
 
+{#- Bookings left from period_close adjust: restating the closed days they
+    belong to would count them twice in the rollups. #}
+{%- if is_incremental() and period_close() == 'restate' and execute and model.resource_type == 'model'
+    and any_rows('select 1 from ' ~ this) %}
+    {{ exceptions.raise_compiler_error(
+        "period_close is restate, but " ~ this ~ " holds adjustments booked under period_close adjust: "
+        ~ "restating the days they belong to would count them twice in the rollups. Keep period_close: adjust, "
+        ~ "or rebuild both with --full-refresh --select gold_daily_revenue+ (every day then holds its truth).") }}
+{%- endif %}
+
 select
     cast(null as date) as booked_date,
     cast(null as date) as adjusted_event_date,

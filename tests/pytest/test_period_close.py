@@ -252,3 +252,16 @@ def test_every_period_together_sums_to_the_truth(adjusted: dict[str, Any]) -> No
     for (_, source), row in adjusted["snapshots"][-1]["daily"].items():
         daily[source] = add(daily[source], money(row))
     assert nonzero(dict(daily)) != nonzero(dict(by_source))
+
+
+def test_moving_back_to_restate_with_bookings_fails_and_publishes_nothing(adjusted: dict[str, Any]) -> None:
+    store: Store = adjusted["store"]
+    daily = sorted(tuple(r) for r in store.project.table("gold", "gold_daily_revenue").collect())
+    weekly = sorted(tuple(r) for r in store.project.table("gold", "gold_weekly_revenue").collect())
+    last_build = adjusted["snapshots"][-1]["at"]
+    assert not store.build(last_build, expect_ok=False, period_close="restate").success
+    message = " ".join(store.project.messages)
+    assert "holds adjustments booked under period_close adjust" in message
+    assert "--full-refresh --select gold_daily_revenue+" in message
+    assert sorted(tuple(r) for r in store.project.table("gold", "gold_daily_revenue").collect()) == daily
+    assert sorted(tuple(r) for r in store.project.table("gold", "gold_weekly_revenue").collect()) == weekly
