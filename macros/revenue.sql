@@ -32,6 +32,7 @@
 {% macro revenue_rollup(grain) -%}
     {%- set period = grain ~ '_start_date' -%}
     {%- set period_of = "cast(date_trunc('" ~ grain | upper ~ "', event_date) as date)" -%}
+    {%- set booked_period_of = period_of | replace('event_date', 'booked_date') -%}
     {%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] -%}
     with daily_changes as (
         select
@@ -43,7 +44,7 @@
         {#- An adjustment changes the period it is booked in, for the main
             reason of the change it books. #}
         select
-            {{ period_of | replace('event_date', 'booked_date') }} as period_date,
+            {{ booked_period_of }} as period_date,
             coalesce(adjustment_reason, 'insert') as action,
             changed_run_at
         from {{ ref('gold_daily_revenue_adjustments') }}
@@ -59,10 +60,10 @@
         from {{ ref('gold_daily_revenue') }}
         where {{ period_of }} in (select partition_value from impacted)
         union all
-        select {{ period_of | replace('event_date', 'booked_date') }} as period_date, source_system,
+        select {{ booked_period_of }} as period_date, source_system,
             {{ measures | join(', ') }}
         from {{ ref('gold_daily_revenue_adjustments') }}
-        where {{ period_of | replace('event_date', 'booked_date') }} in (select partition_value from impacted)
+        where {{ booked_period_of }} in (select partition_value from impacted)
     ),
 
     recomputed as (
