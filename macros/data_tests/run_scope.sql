@@ -6,7 +6,7 @@
         the partitions (values of `partition`) holding rows whose `run_column`
         is this run's start (the rows the run wrote); row-by-row tests
         (not_null, accepted_values) only the written rows, and uniqueness
-        tests (unique, unique_combination) only the rows sharing a key with
+        tests (unique, primary_key) only the rows sharing a key with
         a written row;
       {run_column: <column>, run_value: latest}: a table without such
         partitions whose model stamps the rows it writes with the high-water
@@ -66,19 +66,19 @@
     the rows the run wrote (run_column), not whole partitions. Uniqueness
     needs the partitions, where a new key may meet an old one. -#}
 {% macro row_local_tests() -%}
-    {{ return(['not_null', 'accepted_values']) }}
+    {{ return(['not_null', 'not_null_columns', 'accepted_values']) }}
 {%- endmacro %}
 
 
 {#- The key columns of a uniqueness test being compiled (unique,
-    unique_combination), else none; none too when a key is an expression
+    primary_key), else none; none too when a key is an expression
     rather than a column name (the test then reads its whole scope). -#}
 {% macro tested_keys() -%}
     {%- set kwargs = (model.get('test_metadata') or {}).get('kwargs') or {} -%}
     {%- set keys = none -%}
     {%- if tested_property() == 'unique' -%}
         {%- set keys = [kwargs.get('column_name')] -%}
-    {%- elif tested_property() == 'unique_combination' -%}
+    {%- elif tested_property() == 'primary_key' -%}
         {%- set keys = kwargs.get('columns') -%}
     {%- endif -%}
     {%- for key in keys or [] if not modules.re.match('^[A-Za-z_][A-Za-z0-9_]*$', key | string) -%}

@@ -53,8 +53,13 @@ def model(
     )
 
 
+def model_test(kind: str, *columns: str, argument: str = "columns") -> DataTest:
+    return DataTest(name=f"{kind}_m", type=kind, kwargs={argument: list(columns)})
+
+
 def unique_combination(*columns: str) -> DataTest:
-    return DataTest(name="unique_combination_m", type="unique_combination", kwargs={"columns": list(columns)})
+    """dbt-utils' key test: unique only."""
+    return model_test("unique_combination_of_columns", *columns, argument="combination_of_columns")
 
 
 def evaluate(rule_class: type, evaluable: Model, **config: Any) -> RuleViolation | None:
@@ -64,6 +69,7 @@ def evaluate(rule_class: type, evaluable: Model, **config: Any) -> RuleViolation
 
 def test_primary_key_from_a_combination_test_or_a_unique_column() -> None:
     assert primary_key(model([column("a"), column("b")], [unique_combination("a", "b")])) == ["a", "b"]
+    assert primary_key(model([column("a"), column("b")], [model_test("primary_key", "b", "a")])) == ["b", "a"]
     assert primary_key(model([column("id", "unique", "not_null"), column("x")])) == ["id"]
     assert primary_key(model([column("id", "not_null")])) is None
     # A combination test without columns is no key.
@@ -86,6 +92,15 @@ def test_primary_key_is_not_null() -> None:
     assert violation is not None and violation.message is not None and violation.message.endswith(": b.")
     # A key column missing from the YAML counts as untested.
     assert evaluate(primary_key_is_not_null, model([column("a", "not_null")], keyed)) is not None
+    # The model's not_null_columns holds them too.
+    held = [*keyed, model_test("not_null_columns", "b", "a")]
+    assert evaluate(primary_key_is_not_null, model([column("a"), column("b")], held)) is None
+    partly = [*keyed, model_test("not_null_columns", "a")]
+    violation = evaluate(primary_key_is_not_null, model([column("a"), column("b")], partly))
+    assert violation is not None and violation.message is not None and violation.message.endswith(": b.")
+    # primary_key is its own not-null test.
+    own = [model_test("primary_key", "a", "b")]
+    assert evaluate(primary_key_is_not_null, model([column("a"), column("b")], own)) is None
     # No key: nothing to hold not null (has_tested_primary_key reports it).
     assert evaluate(primary_key_is_not_null, model([column("a")])) is None
 

@@ -460,17 +460,19 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     # A build's tests read the sessions it wrote (meta test_scope, run_value
     # latest): a duplicated id among them fails, one among older sessions is
     # left to `dbt test`, which reads the whole table.
-    def key_test_status(*args: str, **more_vars: Any) -> str:
+    def test_status(name: str, **more_vars: Any) -> str:
         result = project.dbt(
             "test",
             "--select",
-            "unique_silver_sessions_session_id",
-            *args,
+            name,
             vars={"as_of": stages[-1][1], "session_gap_minutes": gap_minutes, **more_vars},
             expect_ok=False,
         )
-        (status,) = [str(r.status) for r in result.result if r.node.name == "unique_silver_sessions_session_id"]  # type: ignore[union-attr]
+        (status,) = [str(r.status) for r in result.result if r.node.name == name]  # type: ignore[union-attr]
         return status
+
+    def key_test_status(**more_vars: Any) -> str:
+        return test_status("primary_key_silver_sessions_session_id", **more_vars)
 
     table = f"{project.schema}_silver.silver_sessions"
     latest = max(stamps[1].values())
@@ -486,6 +488,22 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
         assert key_test_status() == "fail"
         project.sql(f"delete from {table} where session_id = '{one}' and changed_run_at = timestamp'{stamp}'")
     assert key_test_status(data_tests="run") == "pass"
+
+    # A null key fails the key test (unique and not null in one query); a
+    # null in another required column fails the model's not_null_columns.
+    not_null = "not_null_columns_silver_sessions_user_id__source_system__session_start_ts__session_end_ts"
+    assert test_status(not_null, data_tests="run") == "pass"
+    for column, failing in (("session_id", "primary_key_silver_sessions_session_id"), ("user_id", not_null)):
+        values = "session_id, user_id, source_system, session_start_ts, session_end_ts".replace(
+            column, f"cast(null as string) as {column}"
+        )
+        project.sql(
+            f"insert into {table} select {values}, duration_seconds, event_count, has_order, revenue,"
+            f" timestamp'{latest + second}' from {table} where session_id = '{one}'"
+        )
+        assert test_status(failing, data_tests="run") == "fail"
+        project.sql(f"delete from {table} where changed_run_at = timestamp'{latest + second}'")
+    assert test_status(not_null, data_tests="run") == key_test_status(data_tests="run") == "pass"
 
 
 @pytest.mark.parametrize("method", [SparkConnectionMethod.THRIFT, SparkConnectionMethod.HTTP])

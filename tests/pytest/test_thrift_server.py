@@ -39,7 +39,7 @@ SCHEMA = "t_thrift"
 # dbt from adding every test of the selected models).
 THRIFT_SELECTION = "+gold_daily_revenue +customer_history landing_batches"
 THRIFT_TESTS = (
-    "unique_combination_gold_daily_revenue_event_date__source_system assert_customer_history_versions_do_not_overlap"
+    "primary_key_gold_daily_revenue_event_date__source_system assert_customer_history_versions_do_not_overlap"
 )
 EVENTS: list[dict[str, Any] | str] = [
     {
