@@ -1,10 +1,12 @@
-{#- Processing time. `as_of` is business time (status, restated_on, first seen);
-    `run_ts` is the wall-clock start of the invocation, a monotonic marker that
-    high-water marks compare against, so replays with an old as_of stay exact. -#}
+{#- Processing time. `as_of` is business time (status, restated_on, first seen),
+    the wall clock unless given; `run_ts` is the build's stamp on the rows it
+    writes, which high-water marks compare against, so replays with an old
+    as_of stay exact: the wall-clock start of the invocation, never behind an
+    earlier build's stamp (start_run_clock, python_jobs/core/run_clock.py). -#}
 {% macro as_of_ts() -%}
     {%- set raw = var('as_of', none) -%}
     {%- if raw is none or raw | string | trim == '' -%}
-        {{ return(run_ts()) }}
+        {{ return("cast('" ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)") }}
     {%- endif -%}
     {%- set pattern = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$' -%}
     {%- if not modules.re.match(pattern, raw | string) -%}
@@ -15,5 +17,22 @@
 {%- endmacro %}
 
 {% macro run_ts() -%}
-    {{ return("cast('" ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)") }}
+    {%- set stamp = adapter.run_stamp() if execute else none -%}
+    {{ return("cast('" ~ (stamp or run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) ~ "' as timestamp)") }}
 {%- endmacro %}
+
+{#- on-run-start, after the run lock: this build's stamp (run_ts), kept as
+    the change manifest's property latecomer.last_run_ts before any row
+    carries it, so the next build starts after it even if this one stops. -#}
+{% macro start_run_clock() %}
+    {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- set last = table_property(manifest_relation(), 'latecomer.last_run_ts') -%}
+    {%- set stamp = adapter.start_run_clock(run_started_at, last) -%}
+    {%- if stamp > run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') -%}
+        {{ log('Run clock: the last build stamped its rows ' ~ last ~ ' UTC, later than the clock of this host ('
+            ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S') ~ '): this build stamps its rows ' ~ stamp, info=true) }}
+    {%- endif -%}
+    {%- call statement('record_run_clock') -%}
+        alter table {{ manifest_relation() }} set tblproperties ('latecomer.last_run_ts' = {{ sql_string(stamp) }})
+    {%- endcall -%}
+{% endmacro %}

@@ -26,12 +26,16 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import digest, explain, gate, publication, run_lock, status_clock, versions
+from python_jobs.core import digest, explain, gate, publication, run_clock, run_lock, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
 _run_locks: dict[str, tuple[str, run_lock.RunLock]] = {}
 _run_locks_guard = threading.Lock()
+
+
+# Memo key of the invocation's run stamp.
+RUN_STAMP_KEY = "run_clock:stamp"
 
 
 def _records(rows: Any) -> list[dict[str, Any]]:
@@ -376,6 +380,21 @@ class LatecomerAdapter(SparkAdapter):
             return status_clock.status_epoch(as_of, list(boundary_hours)).isoformat()
         except ValueError as error:
             raise _failed(error) from error
+
+    @available
+    def start_run_clock(self, wall_clock: Any, last: str | None) -> str:
+        """This invocation's stamp (python_jobs.core.run_clock.run_stamp), kept for ``run_stamp``."""
+        try:
+            stamp = run_clock.format_stamp(run_clock.run_stamp(wall_clock, last))
+        except ValueError as error:
+            raise _failed(error) from error
+        self._memo[(get_invocation_id(), RUN_STAMP_KEY)] = stamp
+        return stamp
+
+    @available
+    def run_stamp(self) -> str | None:
+        """The stamp ``start_run_clock`` set for this invocation, or None (a run-operation, a parse)."""
+        return self._memo.get((get_invocation_id(), RUN_STAMP_KEY))
 
     @available
     def write_json_artifact(self, relative_path: str, payload: Any) -> str:
