@@ -204,7 +204,14 @@ class ProcessCounters:
       (with ``local[n]``, the executors' tasks run in it too);
     - ``python_cpu_seconds``: this process (dbt's threads, the benchmark);
     - ``gc_seconds``: the JVM's garbage collectors, wall time;
-    - ``jit_seconds``: HotSpot's compiler threads;
+    - ``jit_seconds``: HotSpot's compilers, summed elapsed time (inflated
+      when the cores are busy);
+    - ``jvm_cpu_by_thread``: the JVM's CPU split by thread role, from
+      ``/proc/<pid>/task``: ``tasks`` (executor task threads: running the
+      queries' stages), ``jit`` (the C1 and C2 compiler threads), ``gc``
+      (collector threads) and ``driver`` (the rest: dbt's SQL calls through
+      py4j, where Spark parses, analyses, optimises and plans each query,
+      and code generation, plus threads that ended during the run);
     - ``codegen_compilations`` and ``codegen_seconds``: Spark's whole-stage
       code generation, classes compiled and an estimate of their compile
       time (count x the mean of Spark's decaying histogram).
@@ -214,6 +221,21 @@ class ProcessCounters:
         self.jvm = spark._jvm
         self.pid = self.jvm.ProcessHandle.current().pid()
         self.first: dict[str, float] = {}
+
+    def _threads(self) -> dict[int, tuple[str, float]]:
+        """Each live JVM thread's role and CPU seconds so far."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        threads = {}
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/stat") as stat:
+                    text = stat.read()
+            except FileNotFoundError:  # the thread ended while we listed them
+                continue
+            name = text[text.index("(") + 1 : text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            threads[int(tid)] = (_thread_role(name), (int(fields[11]) + int(fields[12])) / ticks)
+        return threads
 
     def read(self) -> dict[str, float]:
         ticks = os.sysconf("SC_CLK_TCK")
@@ -235,12 +257,33 @@ class ProcessCounters:
 
     def start(self) -> None:
         self.first = self.read()
+        self.first_threads = self._threads()
 
-    def collect(self) -> dict[str, float]:
+    def collect(self) -> dict[str, Any]:
         """What each counter grew by since :meth:`start`."""
         now = self.read()
-        grown = {key: now[key] - self.first.get(key, 0) for key in now}
+        grown: dict[str, Any] = {key: now[key] - self.first.get(key, 0) for key in now}
+        by_role = dict.fromkeys(THREAD_ROLES, 0.0)
+        for tid, (role, seconds) in self._threads().items():
+            if role != "driver":
+                by_role[role] += seconds - self.first_threads.get(tid, (role, 0.0))[1]
+        by_role["driver"] = grown["jvm_cpu_seconds"] - sum(by_role.values())
+        grown["jvm_cpu_by_thread"] = {role: round(seconds, 1) for role, seconds in by_role.items()}
         return {key: round(value, 3) if isinstance(value, float) else value for key, value in grown.items()}
+
+
+THREAD_ROLES = ("tasks", "jit", "gc", "driver")
+
+
+def _thread_role(name: str) -> str:
+    """The role of a JVM thread from its (15-character) Linux name."""
+    if name.startswith("Executor task"):
+        return "tasks"
+    if "CompilerThre" in name:
+        return "jit"
+    if name.startswith(("GC Thread", "G1 ")):
+        return "gc"
+    return "driver"
 
 
 def _metric_number(text: str) -> int | None:

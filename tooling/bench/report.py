@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.bench.config import FLOOR, GOLD_MODEL, LOOKBACK, LOOKBACK_VAR, NOTHING_NEW, PATCHED, SAME_RESULT
-from tooling.bench.metrics import READ_TABLES
+from tooling.bench.metrics import READ_TABLES, THREAD_ROLES
 
 
 @dataclass
@@ -79,7 +79,13 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
             "cpu_seconds": _median(
                 m.cpu["jvm_cpu_seconds"] + m.cpu["python_cpu_seconds"] if m.cpu else None for m in runs
             ),
-            "cpu": {key: _median(m.cpu.get(key) for m in runs) for key in sorted({k for m in runs for k in m.cpu})},
+            "cpu": {
+                key: _median(m.cpu.get(key) for m in runs)
+                for key in sorted({k for m in runs for k, v in m.cpu.items() if not isinstance(v, dict)})
+            },
+            "jvm_cpu_by_thread": {
+                role: _median(m.cpu.get("jvm_cpu_by_thread", {}).get(role) for m in runs) for role in THREAD_ROLES
+            },
             "versions_written": _median(sum(m.versions_written.values()) for m in runs),
             "versions_written_by_table": {
                 name: _median(m.versions_written.get(name, 0) for m in runs)
@@ -236,9 +242,13 @@ def render_markdown(report: dict[str, Any]) -> str:
     row("build min - max, s", lambda s: f"{fmt_num(s['build_seconds_min'], 1)} - {fmt_num(s['build_seconds_max'], 1)}")
     row("Spark time, s", lambda s: fmt_num(s["spark_seconds"], 1))
     row("CPU, s (JVM + Python)", lambda s: fmt_num(s.get("cpu_seconds"), 1))
+    row(
+        "JVM CPU by thread: tasks / JIT / GC / driver, s",
+        lambda s: " / ".join(fmt_num(s.get("jvm_cpu_by_thread", {}).get(k), 1) for k in THREAD_ROLES),
+    )
     jvm_work = ("gc_seconds", "jit_seconds", "codegen_seconds")
     row(
-        "JVM: GC pauses / JIT / Spark codegen, s",
+        "JVM: GC pauses / JIT elapsed / Spark codegen, s",
         lambda s: " / ".join(fmt_num(s.get("cpu", {}).get(k), 1) for k in jvm_work),
     )
     row("table versions written", lambda s: fmt_num(s["versions_written"]))
