@@ -182,7 +182,7 @@
         {%- if consumer is none -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- set values = unread_ingestions(ingestion_log_relation(), consumer, 'events')
+        {%- set values = unread_ingestions(consumer, 'events')
             | map(attribute='arrival_date') | unique | list -%}
         {%- do adapter.memo_set(key, values) -%}
     {%- elif not adapter.memo_has(key) -%}
@@ -219,19 +219,6 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return({}) }}
-{%- endmacro %}
-
-
-{#- The ingestion log (source bronze.bronze_ingestions), named from the graph
-    rather than the relation cache: a test may run while a view over it is
-    being replaced in another thread. -#}
-{% macro ingestion_log_relation() -%}
-    {%- for source_node in graph.sources.values()
-            if source_node.source_name == 'bronze' and source_node.name == 'bronze_ingestions' -%}
-        {{ return(api.Relation.create(database=source_node.database, schema=source_node.schema,
-                                      identifier=source_node.identifier)) }}
-    {%- endfor -%}
-    {{ exceptions.raise_compiler_error("No source bronze.bronze_ingestions in the project") }}
 {%- endmacro %}
 
 

@@ -5,12 +5,14 @@
     one completed by a later call after stopping between its two commits) is
     still read, once. Files with no bronze rows (blank lines only) are left
     out: the model could never hold a row of them. The bronze scan is pruned
-    to their arrival-date partitions and ingestion ids.
+    to their arrival-date partitions and ingestion ids. The log is read as
+    ingestion_log_sql derives it (files whose log row a stopped ingest never
+    wrote included); the model declares it with a ref to stg_bronze_ingestions.
     Returns {'ids': [...], 'arrival_dates': [...], 'predicate': sql}. -#}
-{% macro new_ingestions(ingestions_relation, feed) %}
+{% macro new_ingestions(feed) %}
     {%- set result = {'ids': [], 'arrival_dates': [], 'predicate': 'true'} -%}
     {%- if execute and is_incremental() -%}
-        {%- set rows = unread_ingestions(ingestions_relation, this, feed) -%}
+        {%- set rows = unread_ingestions(this, feed) -%}
         {%- for row in rows -%}
             {%- do result['ids'].append(row['ingestion_id']) -%}
             {%- if row['arrival_date'] not in result['arrival_dates'] -%}
@@ -33,18 +35,96 @@
     scanned once per build.
     The run lock keeps ingests out while a build runs, so the log cannot gain
     a file between the tests and the consumer. -#}
-{% macro unread_ingestions(ingestions_relation, consumer, feed) %}
+{% macro unread_ingestions(consumer, feed) %}
     {%- set key = ('unread_ingestions:' ~ consumer.schema ~ '.' ~ consumer.identifier ~ ':' ~ feed) | lower -%}
-    {{ return(adapter.memo_query(key, unread_ingestions_sql(ingestions_relation, consumer, feed))) }}
+    {{ return(adapter.memo_query(key, unread_ingestions_sql(consumer, feed))) }}
 {% endmacro %}
 
 {#- SQL: ingestion_id and arrival_date (as a string) of the `feed` files in
-    the log that `consumer` (a table with ingestion_id and arrival_date) holds
+    the log (ingestion_log_sql) that `consumer` (a table with ingestion_id and arrival_date) holds
     no row of. The consumer is read for its two key columns only. -#}
-{% macro unread_ingestions_sql(ingestions_relation, consumer, feed) -%}
+{% macro unread_ingestions_sql(consumer, feed) -%}
     select log.ingestion_id, cast(log.arrival_date as string) as arrival_date
-    from {{ ingestions_relation }} as log
+    from ({{ ingestion_log_sql(feed) }}) as log
     left anti join (select distinct arrival_date, ingestion_id from {{ consumer }}) as consumed
         on log.arrival_date = consumed.arrival_date and log.ingestion_id = consumed.ingestion_id
     where log.feed = {{ sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
+{%- endmacro %}
+
+{#- SQL: the ingestion log as dbt reads it. An ingest commits a file's bronze
+    rows, then its log row; one stopped between the two (killed, crashed)
+    leaves rows the log does not name. Bronze is the record: for each such
+    file a row is derived from its bronze rows (feed, source, file, arrival
+    and ingestion times, counts; file_sha256 null, lines_read its last line
+    number, blank_lines those before it), so the ledger reads the file and
+    every count agrees with bronze. Landing the file again writes its real
+    log row, which then replaces the derived one; the rows never land twice.
+    Bronze is scanned only when it holds more rows than the log counts
+    (unlogged_rows: row counts, from table metadata). `feed`: one feed, or
+    none for all. -#}
+{% macro ingestion_log_sql(feed=none) -%}
+    {%- set log_table = landing_relation('bronze', 'bronze_ingestions') -%}
+    {%- set unlogged = [] -%}
+    {%- for name, table in landing_feeds().items() if feed in (none, name) -%}
+        {%- if execute and model.resource_type != 'unit_test' and unlogged_rows(name, table, log_table) > 0 -%}
+            {%- do unlogged.append((name, table)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    select * from {{ log_table }}
+    {%- for name, table in unlogged %}
+    union all
+    select
+        landed.ingestion_id,
+        {{ sql_string(name) }} as feed,
+        min(landed.source_system) as source_system,
+        min(landed.source_file) as source_file,
+        cast(null as string) as file_sha256,
+        min(landed.arrival_ts) as arrival_ts,
+        min(landed.arrival_date) as arrival_date,
+        min(landed.ingested_at) as ingested_at,
+        cast(max(landed.line_number) as bigint) as lines_read,
+        cast(max(landed.line_number) - count(*) as bigint) as blank_lines,
+        count_if(landed.parse_error is null) as rows_accepted,
+        count_if(landed.parse_error is not null) as rows_flagged
+    from {{ table }} as landed
+    left anti join {{ log_table }} as logged on landed.ingestion_id = logged.ingestion_id
+    group by landed.ingestion_id
+    {%- endfor %}
+{%- endmacro %}
+
+{#- Rows of a feed's bronze table that its log rows do not count (files whose
+    ingest stopped before its log row), once per invocation. Both counts come
+    from table metadata and the small log, not from a scan of bronze. -#}
+{% macro unlogged_rows(feed, table, log_table) -%}
+    {%- set rows = adapter.memo_query('unlogged_rows:' ~ table, 'select (select count(*) from ' ~ table
+        ~ ') - (select coalesce(sum(rows_accepted + rows_flagged), 0) from ' ~ log_table ~ ' where feed = '
+        ~ sql_string(feed) ~ ') as unlogged') -%}
+    {%- set unlogged = rows[0]['unlogged'] -%}
+    {%- if unlogged > 0 -%}
+        {{ log('The ' ~ feed ~ ' feed has ' ~ unlogged ~ ' bronze row(s) of files whose ingest stopped before its '
+            ~ 'log row: read from bronze; landing each such file again completes its log row', info=true) }}
+    {%- endif -%}
+    {{ return(unlogged) }}
+{%- endmacro %}
+
+{#- The feeds' bronze tables, by feed name (as the ingest job names them). -#}
+{% macro landing_feeds() -%}
+    {{ return({'events': landing_relation('bronze', 'bronze_events'),
+               'customers': landing_relation('bronze_crm', 'bronze_customer_changes')}) }}
+{%- endmacro %}
+
+{#- A landing source's relation, named from the graph rather than source():
+    macros that tests and models both call read the landing tables without
+    declaring them, and a view over them may be being replaced meanwhile. -#}
+{% macro landing_relation(source_name, table_name) -%}
+    {%- if not execute -%}
+        {#- Parsing: no graph yet, and the SQL is not run. -#}
+        {{ return(source_name ~ '.' ~ table_name) }}
+    {%- endif -%}
+    {%- for source_node in graph.sources.values()
+            if source_node.source_name == source_name and source_node.name == table_name -%}
+        {{ return(api.Relation.create(database=source_node.database, schema=source_node.schema,
+                                      identifier=source_node.identifier)) }}
+    {%- endfor -%}
+    {{ exceptions.raise_compiler_error("No source " ~ source_name ~ "." ~ table_name ~ " in the project") }}
 {%- endmacro %}

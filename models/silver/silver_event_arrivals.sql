@@ -4,7 +4,8 @@
     every bronze row here. The reading of a bronze row is event_arrival_ctes. -#}
 {{ config(incremental_strategy='append', partition_by=['arrival_date']) }}
 
-{%- set batch = new_ingestions(ref('stg_bronze_ingestions'), 'events') %}
+-- depends_on: {{ ref('stg_bronze_ingestions') }}
+{%- set batch = new_ingestions('events') %}
 
 with bronze_events as (
     select * from {{ ref('stg_bronze_events') }}

@@ -292,33 +292,50 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
     monkeypatch.setattr(ingest, "append_rows", real_append)
     assert project.table("bronze", "bronze_events").count() == 3
     assert project.table("bronze", "bronze_ingestions").count() == 1
-    # Another file lands (ingested after the stopped call) and is built.
+    # Another file lands (ingested after the stopped call) and is built. The
+    # build reads the stopped file's rows too, from a log row it derives from
+    # bronze, so bronze stays conserved in the ledger.
     other = write_ndjson(
         "other.ndjson",
         [{"event_id": "b", "event_type": "page_view", "user_id": "u", "event_ts": "2024-01-16T20:00:00Z"}],
     )
     assert project.ingest("web", other, arrival_ts="2024-01-17T00:00:00Z") == 0
-    project.dbt("build", "--select", "+silver_event_arrivals")
-    assert project.table("silver", "silver_event_arrivals").count() == 2
+    built = project.dbt("build", "--select", "+silver_events")
+    statuses = {r.node.name: str(r.status) for r in built.result}  # type: ignore[union-attr]
+    assert statuses["assert_bronze_rows_conserved"] == "pass"
+    assert any("stopped before its log row" in message for message in project.messages)
+    ledger = project.table("silver", "silver_event_arrivals")
+    assert sorted(r.source_file.rsplit("/", 1)[-1] for r in ledger.collect()) == [
+        "first.ndjson",
+        "half.ndjson",
+        "half.ndjson",
+        "other.ndjson",
+    ]
+    (derived,) = project.table("bronze", "stg_bronze_ingestions").where("source_file like '%half.ndjson'").collect()
+    # From bronze: its last line number (the blank line after it is not in
+    # bronze) and the rows there; no checksum until the file lands again.
+    assert (derived.lines_read, derived.blank_lines, derived.rows_accepted, derived.rows_flagged) == (2, 0, 1, 1)
+    assert derived.file_sha256 is None and derived.arrival_date.isoformat() == "2024-01-16"
     capsys.readouterr()
 
     # Run again, a day later: the rows stay as they are, the log row is
-    # written with the first call's arrival and counts.
+    # written with the first call's arrival and counts, and replaces the
+    # derived one.
     assert project.ingest("web", path, arrival_ts="2024-01-17T00:00:00Z") == 0
     assert "rows were in" in capsys.readouterr().out
     assert project.table("bronze", "bronze_events").count() == 4
     (log,) = project.table("bronze", "bronze_ingestions").where("source_file like '%half.ndjson'").collect()
     assert (log.lines_read, log.blank_lines, log.rows_accepted, log.rows_flagged) == (3, 1, 1, 1)
     assert log.arrival_date.isoformat() == "2024-01-16"
+    assert log.ingestion_id == derived.ingestion_id
     half_rows = project.table("bronze", "bronze_events").where(f"ingestion_id = '{log.ingestion_id}'")
     assert half_rows.count() == 2
-    # Its log row carries the stopped call's ingest time, earlier than the
-    # file already built; the next build still reads it (by id), once.
-    project.dbt("build", "--select", "+silver_event_arrivals")
-    ledger = project.table("silver", "silver_event_arrivals")
-    assert sorted(r.ingestion_id == log.ingestion_id for r in ledger.collect()) == [False, False, True, True]
-    project.dbt("build", "--select", "+silver_event_arrivals")
-    assert project.table("silver", "silver_event_arrivals").count() == 4
+    # The next builds read nothing again: the ledger holds each row once.
+    for _ in range(2):
+        project.dbt("build", "--select", "+silver_events")
+        assert project.table("silver", "silver_event_arrivals").count() == 4
+        assert project.table("bronze", "stg_bronze_ingestions").count() == 3
+    assert not any("stopped before its log row" in message for message in project.messages)
 
     assert project.ingest("web", path, arrival_ts="2024-01-18T00:00:00Z") == 0
     assert "already landed" in capsys.readouterr().out
