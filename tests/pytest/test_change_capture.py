@@ -26,24 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.pytest.conftest import Project
+from tests.pytest.event_rows import correction, event
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 SOURCE = "web"
-
-
-def event(event_id: str, day: str, amount: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "event_id": event_id,
-        "event_type": "order_placed",
-        "user_id": "u-" + event_id,
-        "amount": amount,
-        "event_ts": f"2024-03-{day}T10:00:00+00:00",
-        **extra,
-    }
-
-
-def correction(event_id: str, corrects: str, day: str, amount: int) -> dict[str, Any]:
-    return event(event_id, day, amount, is_correction=True, corrects_event_id=corrects)
 
 
 def test_a_change_made_by_a_stopped_run_is_logged_by_the_next(project: Project, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from python_jobs.core import run_clock
 from tests.pytest.conftest import Project
+from tests.pytest.event_rows import event as order
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 NOON = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -63,16 +64,6 @@ def clock_ahead(by: timedelta) -> Iterator[None]:
         yield
     finally:
         tracking.User.__init__ = original  # type: ignore[method-assign]
-
-
-def order(event_id: str, day: str, amount: int) -> dict[str, Any]:
-    return {
-        "event_id": event_id,
-        "event_type": "order_placed",
-        "user_id": "u-" + event_id,
-        "amount": amount,
-        "event_ts": f"2024-03-{day}T10:00:00+00:00",
-    }
 
 
 def test_rows_of_a_build_after_one_with_its_clock_ahead_reach_gold(project: Project, tmp_path: Path) -> None:
