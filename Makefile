@@ -48,11 +48,9 @@ lint: install check-project
 
 ## check-project: `dbt parse` (unit tests included, no Spark), then dbt-score holds the project's rules on the
 ##   manifest: models, columns, seeds and macros documented, primary keys tested, public models contracted
-##   (pyproject.toml [tool.dbt-score], tooling/dbt_score_rules.py). A full parse every time: after a macro
-##   changes, dbt 1.11's partial parse loses the YAML-defined snapshot customer_history ("depends on a node
-##   named 'customer_history' which was not found"); `dbt parse --no-partial-parse` clears that state too.
+##   (pyproject.toml [tool.dbt-score], tooling/dbt_score_rules.py)
 check-project: install
-	LATECOMER_UNIT_TESTS=true $(DBT) parse $(DBT_FLAGS) --target-path target/check-project --no-partial-parse
+	LATECOMER_UNIT_TESTS=true $(DBT) parse $(DBT_FLAGS) --target-path target/check-project
 	$(BIN)/dbt-score lint --manifest target/check-project/manifest.json
 
 docs: install
