@@ -6,7 +6,7 @@
 {% macro as_of_ts() -%}
     {%- set raw = var('as_of', none) -%}
     {%- if raw is none or raw | string | trim == '' -%}
-        {{ return("cast('" ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)") }}
+        {{ return("cast('" ~ wall_clock_text() ~ "' as timestamp)") }}
     {%- endif -%}
     {%- set pattern = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$' -%}
     {%- if not modules.re.match(pattern, raw | string) -%}
@@ -18,7 +18,12 @@
 
 {% macro run_ts() -%}
     {%- set stamp = adapter.run_stamp() if execute else none -%}
-    {{ return("cast('" ~ (stamp or run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) ~ "' as timestamp)") }}
+    {{ return("cast('" ~ (stamp or wall_clock_text()) ~ "' as timestamp)") }}
+{%- endmacro %}
+
+{#- The invocation's start by this host's clock, as run_clock.format_stamp writes it. -#}
+{% macro wall_clock_text() -%}
+    {{ run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }}
 {%- endmacro %}
 
 {#- on-run-start, after the run lock: this build's stamp (run_ts), kept as
@@ -28,7 +33,7 @@
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set last = table_property(manifest_relation(), 'latecomer.last_run_ts') -%}
     {%- set stamp = adapter.start_run_clock(run_started_at, last) -%}
-    {%- if stamp > run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f') -%}
+    {%- if stamp > wall_clock_text() -%}
         {{ log('Run clock: the last build stamped its rows ' ~ last ~ ' UTC, later than the clock of this host ('
             ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S') ~ '): this build stamps its rows ' ~ stamp, info=true) }}
     {%- endif -%}

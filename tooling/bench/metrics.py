@@ -221,33 +221,27 @@ class ProcessCounters:
         self.jvm = spark._jvm
         self.pid = self.jvm.ProcessHandle.current().pid()
         self.first: dict[str, float] = {}
+        self.first_threads: dict[int, tuple[str, float]] = {}
 
     def _threads(self) -> dict[int, tuple[str, float]]:
         """Each live JVM thread's role and CPU seconds so far."""
-        ticks = os.sysconf("SC_CLK_TCK")
         threads = {}
         for tid in os.listdir(f"/proc/{self.pid}/task"):
             try:
-                with open(f"/proc/{self.pid}/task/{tid}/stat") as stat:
-                    text = stat.read()
+                name, seconds = _proc_cpu(f"/proc/{self.pid}/task/{tid}/stat")
             except FileNotFoundError:  # the thread ended while we listed them
                 continue
-            name = text[text.index("(") + 1 : text.rindex(")")]
-            fields = text.rsplit(")", 1)[1].split()
-            threads[int(tid)] = (_thread_role(name), (int(fields[11]) + int(fields[12])) / ticks)
+            threads[int(tid)] = (_thread_role(name), seconds)
         return threads
 
     def read(self) -> dict[str, float]:
-        ticks = os.sysconf("SC_CLK_TCK")
-        with open(f"/proc/{self.pid}/stat") as stat:
-            # Fields after the command name; utime and stime are the 14th and 15th.
-            fields = stat.read().rsplit(")", 1)[1].split()
+        _, jvm_cpu = _proc_cpu(f"/proc/{self.pid}/stat")
         beans = self.jvm.java.lang.management.ManagementFactory
         collectors = beans.getGarbageCollectorMXBeans()
         codegen = self.jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return {
-            "jvm_cpu_seconds": (int(fields[11]) + int(fields[12])) / ticks,
+            "jvm_cpu_seconds": jvm_cpu,
             "python_cpu_seconds": usage.ru_utime + usage.ru_stime,
             "gc_seconds": sum(collectors.get(i).getCollectionTime() for i in range(collectors.size())) / 1000,
             "jit_seconds": beans.getCompilationMXBean().getTotalCompilationTime() / 1000,
@@ -273,6 +267,15 @@ class ProcessCounters:
 
 
 THREAD_ROLES = ("tasks", "jit", "gc", "driver")
+
+
+def _proc_cpu(stat_path: str) -> tuple[str, float]:
+    """A process's or thread's name and CPU seconds (user + system) from its ``/proc`` stat file."""
+    with open(stat_path) as stat:
+        text = stat.read()
+    # Fields after the command name; utime and stime are the 14th and 15th.
+    fields = text.rsplit(")", 1)[1].split()
+    return text[text.index("(") + 1 : text.rindex(")")], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _thread_role(name: str) -> str:
