@@ -19,9 +19,12 @@ Environment variables (all optional):
     A remote Hive metastore (``thrift://host:9083``) instead of the embedded one.
 ``LATECOMER_DRIVER_MEMORY``
     Driver memory (default ``4g``).
+``LATECOMER_JVM_PROFILE``
+    The driver JVM's options (``JVM_PROFILES``): ``job``, the default for a
+    command's session (a dbt build, an ingest), or ``server``, the default for
+    the Thrift server.
 ``LATECOMER_JAVA_OPTIONS``
-    More options for the driver JVM (e.g. ``-XX:+UseParallelGC``), after the
-    project's own.
+    More options for the driver JVM, after the profile's (later options win).
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
     ``spark.executor.memory``, ``spark.executor.cores`` and
     ``spark.executor.instances`` on a cluster (unset: the cluster manager's
@@ -65,6 +68,18 @@ TABLE_FORMATS = ("iceberg", "delta")
 HIVE_SESSION_DIRS = {
     "spark.hadoop.hive.exec.local.scratchdir": ("hive_scratch", ""),
     "spark.hadoop.hive.downloaded.resources.dir": ("hive_resources", "/${hive.session.id}_resources"),
+}
+# Driver JVM options by how long the process lives (LATECOMER_JVM_PROFILE).
+#   job     a command's session (a dbt build, an ingest): the throughput
+#           collector, whose pauses a batch job does not mind, instead of G1,
+#           whose concurrent threads compete with the work for two cores (an
+#           incremental build of the benchmark: JVM CPU 79 s instead of 100 s;
+#           README, Benchmark, "Driver JVM options").
+#   server  a long-lived process serving queries (the Thrift server): the
+#           JVM's defaults.
+JVM_PROFILES = {
+    "job": ("-XX:+UseParallelGC",),
+    "server": (),
 }
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
@@ -168,14 +183,20 @@ def delta_jars() -> dict[str, str]:
     )
 
 
-def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict[str, str]:
+def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_profile: str = "job") -> dict[str, str]:
     """Full Spark configuration for a table format.
 
-    The same dictionary configures an in-process session and the Thrift server.
+    The same dictionary configures an in-process session and the Thrift server
+    (``jvm_profile="server"``, unless ``LATECOMER_JVM_PROFILE`` says otherwise).
     """
     if table_format not in TABLE_FORMATS:
         raise SparkConfigError(
             f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}."
+        )
+    jvm_profile = os.environ.get("LATECOMER_JVM_PROFILE") or jvm_profile
+    if jvm_profile not in JVM_PROFILES:
+        raise SparkConfigError(
+            f"Unknown LATECOMER_JVM_PROFILE {jvm_profile!r}; choose one of {', '.join(JVM_PROFILES)}."
         )
     state = state_dir()
     warehouse = os.environ.get("LATECOMER_WAREHOUSE", str(state / "warehouse"))
@@ -198,7 +219,12 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None) -> dict
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.legacy.timeParserPolicy": "CORRECTED",
         "spark.driver.extraJavaOptions": " ".join(
-            [f"-Dderby.system.home={state}", "-Duser.timezone=UTC", os.environ.get("LATECOMER_JAVA_OPTIONS", "")]
+            [
+                f"-Dderby.system.home={state}",
+                "-Duser.timezone=UTC",
+                *JVM_PROFILES[jvm_profile],
+                os.environ.get("LATECOMER_JAVA_OPTIONS", ""),
+            ]
         ).strip(),
         # Executors on a cluster run in their machines' time zone otherwise.
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",

@@ -179,7 +179,7 @@ def submit_command(
 
     ``conf`` is :func:`spark_conf` of ``table_format`` (computed when not given).
     """
-    conf = dict(conf or spark_conf(table_format))
+    conf = dict(conf or spark_conf(table_format, jvm_profile="server"))
     jars = [jar for jar in conf.pop("spark.jars", "").split(",") if jar]
     command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
     command += ["--name", "latecomer-thrift-server"]
@@ -346,7 +346,7 @@ def start(port: int, timeout_s: float, table_format: str, out: TextIO, host: str
         )
     java_executable()
     try:
-        conf = spark_conf(table_format)
+        conf = spark_conf(table_format, jvm_profile="server")
         command = submit_command(port, table_format, host, auth, conf)
     except SparkConfigError as exc:
         raise ThriftServerError(str(exc)) from None

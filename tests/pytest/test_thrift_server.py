@@ -275,7 +275,7 @@ def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_submit_command_carries_the_local_target_config(own_state: Path) -> None:
-    conf = spark_config.spark_conf("iceberg")
+    conf = spark_config.spark_conf("iceberg", jvm_profile="server")
     command = thrift_server.submit_command(10321, "iceberg")
     pairs = list(zip(command, command[1:], strict=False))
     assert ("--class", thrift_server.MAIN_CLASS) in pairs
@@ -286,6 +286,8 @@ def test_submit_command_carries_the_local_target_config(own_state: Path) -> None
     assert ("--hiveconf", "hive.server2.thrift.port=10321") in pairs
     assert ("--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1") in pairs
     assert str(own_state / "metastore_db") in " ".join(command)
+    # A long-lived server keeps HotSpot's optimising compiler (spark_config.JVM_PROFILES).
+    assert "TieredStopAtLevel" not in " ".join(command)
 
 
 def test_stop_when_not_running(own_state: Path, capsys: pytest.CaptureFixture[str]) -> None:
