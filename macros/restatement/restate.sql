@@ -19,6 +19,11 @@
 
 {% macro restate(recomputed, impacted, keys, measures, partition_column='event_date', grain='day') -%}
     {%- set as_of = as_of_ts() -%}
+    {%- set stored_columns = ['status', 'version', 'first_published_at', 'last_changed_at', 'restated_on',
+                              'restatement_reason', 'is_restated_after_final', 'source_changed_run_at'] -%}
+    {#- One pass: every stored row beside its recomputed values (recomputed
+        holds rows of impacted partitions only), so the impacted partitions
+        and the recomputed rows are each planned once. #}
     with stored as (
         {%- if is_incremental() %}
             select * from {{ this }}
@@ -29,17 +34,14 @@
                 cast(null as string) as status,
                 cast(null as int) as version,
                 cast(null as timestamp) as first_published_at,
+                cast(null as timestamp) as last_changed_at,
                 cast(null as timestamp) as restated_on,
                 cast(null as string) as restatement_reason,
-                cast(null as boolean) as is_restated_after_final
+                cast(null as boolean) as is_restated_after_final,
+                cast(null as timestamp) as source_changed_run_at
             from {{ recomputed }}
             where false
         {%- endif %}
-    ),
-
-    stored_impacted as (
-        select stored.* from stored
-        left semi join {{ impacted }} on stored.{{ partition_column }} = {{ impacted }}.partition_value
     ),
 
     cmp as (
@@ -51,15 +53,12 @@
                 coalesce(fresh.{{ measure }}, 0) as {{ measure }},
                 old.{{ measure }} as old_{{ measure }},
             {%- endfor %}
-            old.status as old_status,
-            old.{{ keys[0] }} is not null as existed,
-            old.version as old_version,
-            old.first_published_at as old_first_published_at,
-            old.restated_on as old_restated_on,
-            old.restatement_reason as old_restatement_reason,
-            old.is_restated_after_final as old_is_restated_after_final
+            {%- for column in stored_columns %}
+                old.{{ column }} as old_{{ column }},
+            {%- endfor %}
+            old.{{ keys[0] }} is not null as existed
         from {{ recomputed }} as fresh
-        full outer join stored_impacted as old
+        full outer join stored as old
             on {% for key in keys %}fresh.{{ key }} = old.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
     ),
 
@@ -69,75 +68,52 @@
             {{ impacted }}.reasons,
             {{ impacted }}.source_changed_run_at,
             {{ partition_status(period_last_day(grain, 'cmp.' ~ partition_column), as_of) }} as new_status,
-            not (
+            {#- A row of an impacted partition whose values changed is
+                restated (with period_close adjust, not in a final
+                partition); any other stored row is written again only when
+                its status moved. #}
+            {{ impacted }}.partition_value is not null
+            and not (
                 {%- for measure in measures %}
                     cmp.{{ measure }} <=> cmp.old_{{ measure }} and
                 {%- endfor %}
                 true
-            ) as values_changed
+            )
+            {%- if keeps_closed_partitions() %}
+                {#- period_close adjust: a final partition keeps its numbers
+                    (gold_daily_revenue_adjustments books the change). #}
+                and {{ partition_status(period_last_day(grain, 'cmp.' ~ partition_column), as_of) }} != 'final'
+            {%- endif %}
+            as is_restated
         from cmp
-        inner join {{ impacted }} on cmp.{{ partition_column }} = {{ impacted }}.partition_value
-    ),
-
-    restated as (
-        select
-            {%- for key in keys %} {{ key }},{% endfor %}
-            {%- for measure in measures %} {{ measure }},{% endfor %}
-            new_status as status,
-            coalesce(old_version, 0) + 1 as version,
-            coalesce(old_first_published_at, {{ as_of }}) as first_published_at,
-            {{ as_of }} as last_changed_at,
-            case when existed and {{ primary_reason('reasons') }} is not null then {{ as_of }} else old_restated_on end
-                as restated_on,
-            case when existed and {{ primary_reason('reasons') }} is not null then {{ primary_reason('reasons') }}
-                else old_restatement_reason end as restatement_reason,
-            coalesce(old_is_restated_after_final, false) or (existed and new_status = 'final')
-                as is_restated_after_final,
-            source_changed_run_at,
-            {{ run_ts() }} as changed_run_at,
-            '{{ invocation_id }}' as invocation_id,
-            case when existed then {{ published_values('old_', measures, 'old_status', 'old_version') }} end
-                as published_before,
-            coalesce(reasons, cast(array() as array<string>)) as change_reasons
-        from judged
-        where values_changed
-        {%- if keeps_closed_partitions() %}
-            {#- period_close adjust: a final partition keeps its numbers
-                (gold_daily_revenue_adjustments books the change). #}
-            and new_status != 'final'
-        {%- endif %}
+        left join {{ impacted }} on cmp.{{ partition_column }} = {{ impacted }}.partition_value
     )
 
-    {%- if is_incremental() %},
-
-    status_moved as (
-        select
-            {%- for key in keys %} stored.{{ key }},{% endfor %}
-            {%- for measure in measures %} stored.{{ measure }},{% endfor %}
-            {{ partition_status(period_last_day(grain, 'stored.' ~ partition_column), as_of) }} as status,
-            stored.version,
-            stored.first_published_at,
-            stored.last_changed_at,
-            stored.restated_on,
-            stored.restatement_reason,
-            stored.is_restated_after_final,
-            stored.source_changed_run_at,
-            {{ run_ts() }} as changed_run_at,
-            '{{ invocation_id }}' as invocation_id,
-            {{ published_values('stored.', measures, 'stored.status', 'stored.version') }} as published_before,
-            cast(array() as array<string>) as change_reasons
-        from stored
-        left anti join restated
-            on {% for key in keys %}stored.{{ key }} = restated.{{ key }}{% if not loop.last %} and {% endif %}{% endfor %}
-        where stored.status != {{ partition_status(period_last_day(grain, 'stored.' ~ partition_column), as_of) }}
-    )
-    {%- endif %}
-
-    select * from restated
-    {%- if is_incremental() %}
-        union all
-        select * from status_moved
-    {%- endif %}
+    select
+        {%- for key in keys %} {{ key }},{% endfor %}
+        {%- for measure in measures %}
+            case when is_restated then {{ measure }} else old_{{ measure }} end as {{ measure }},
+        {%- endfor %}
+        new_status as status,
+        case when is_restated then coalesce(old_version, 0) + 1 else old_version end as version,
+        case when is_restated then coalesce(old_first_published_at, {{ as_of }}) else old_first_published_at end
+            as first_published_at,
+        case when is_restated then {{ as_of }} else old_last_changed_at end as last_changed_at,
+        case when is_restated and existed and {{ primary_reason('reasons') }} is not null then {{ as_of }}
+            else old_restated_on end as restated_on,
+        case when is_restated and existed and {{ primary_reason('reasons') }} is not null
+            then {{ primary_reason('reasons') }} else old_restatement_reason end as restatement_reason,
+        case when is_restated then coalesce(old_is_restated_after_final, false) or (existed and new_status = 'final')
+            else old_is_restated_after_final end as is_restated_after_final,
+        case when is_restated then source_changed_run_at else old_source_changed_run_at end as source_changed_run_at,
+        {{ run_ts() }} as changed_run_at,
+        '{{ invocation_id }}' as invocation_id,
+        case when existed then {{ published_values('old_', measures, 'old_status', 'old_version') }} end
+            as published_before,
+        case when is_restated then coalesce(reasons, cast(array() as array<string>))
+            else cast(array() as array<string>) end as change_reasons
+    from judged
+    where is_restated or (existed and old_status != new_status)
 {%- endmacro %}
 
 {#- SQL: a gold row's published values (measures, status, row version) as one

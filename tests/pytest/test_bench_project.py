@@ -57,14 +57,14 @@ def test_lookback_copy_is_the_project_built_plus_the_patch(tmp_path):
     for macro in LOOKBACK_MACROS:
         assert f"var('{LOOKBACK_VAR}'" not in (built / macro).read_text()
         assert f"var('{LOOKBACK_VAR}'" in (lookback / macro).read_text()
-    assert "lookback_rewrite as (" in (lookback / "macros/restatement/restate.sql").read_text()
+    assert "or (existed and is_impacted)" in (lookback / "macros/restatement/restate.sql").read_text()
 
 
 def test_a_lookback_patch_that_no_longer_applies_stops_the_run(tmp_path):
     cfg = config(tmp_path)
     built = snapshot_project(cfg)
     restate = built / "macros/restatement/restate.sql"
-    restate.write_text(restate.read_text().replace("select * from restated", "select * from restated_rows"))
+    restate.write_text(restate.read_text().replace("'{{ invocation_id }}' as invocation_id", "null as invocation_id"))
     stops = f"(?s)does not apply.*the lookback variant is the project built plus {LOOKBACK_PATCH.name}"
     with pytest.raises(RuntimeError, match=stops):
         snapshot_project(cfg, LOOKBACK)
