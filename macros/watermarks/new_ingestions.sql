@@ -31,24 +31,70 @@
     {ingestion_id, arrival_date}: read once per invocation (adapter.memo_query,
     which makes the tests that ask at the same moment wait for one answer) and
     shared by the consumer and the data tests that run before it
-    (run_scope_predicate's pending_for), so the consumer's key columns are
-    scanned once per build.
+    (run_scope_predicate's pending_for). Only the arrival dates that
+    unsettled_arrival_dates finds are scanned, for the consumer's two key
+    columns; none at all when every date is settled.
     The run lock keeps ingests out while a build runs, so the log cannot gain
     a file between the tests and the consumer. -#}
 {% macro unread_ingestions(consumer, feed) %}
     {%- set key = ('unread_ingestions:' ~ consumer.schema ~ '.' ~ consumer.identifier ~ ':' ~ feed) | lower -%}
-    {{ return(adapter.memo_query(key, unread_ingestions_sql(consumer, feed))) }}
+    {%- set dates = unsettled_arrival_dates(consumer, feed, key) -%}
+    {%- if dates is not none and dates | length == 0 -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {{ return(adapter.memo_query(key, unread_ingestions_sql(consumer, feed, dates))) }}
+{% endmacro %}
+
+{#- Iceberg: the arrival dates (strings) whose `feed` files the consumer may
+    not have read all of: the log counts more landed rows (accepted and
+    flagged) for the date than the consumer's data files record for that
+    partition, read from table metadata (`files`), not from the rows. Holds
+    for a consumer with one row per landed row, partitioned by arrival_date
+    (the arrival ledger). None, meaning every date, on Delta or when a log row
+    has no arrival date. Once per invocation under `key`. -#}
+{% macro unsettled_arrival_dates(consumer, feed, key) %}
+    {%- if versions_table_format() != 'iceberg' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set dates_sql -%}
+        select cast(logged.arrival_date as string) as arrival_date
+        from (
+            select arrival_date, sum(rows_accepted + rows_flagged) as landed_rows
+            from ({{ ingestion_log_sql(feed) }}) as log
+            where feed = {{ sql_string(feed) }}
+            group by arrival_date
+        ) as logged
+        left join (
+            select `partition`.arrival_date as arrival_date, sum(record_count) as held_rows
+            from {{ consumer }}.files
+            where content = 0
+            group by `partition`.arrival_date
+        ) as held
+            on logged.arrival_date = held.arrival_date
+        where logged.landed_rows > 0 and not (logged.landed_rows <=> held.held_rows)
+    {%- endset -%}
+    {%- set dates = adapter.memo_query(key ~ ':dates', dates_sql) | map(attribute='arrival_date') | list -%}
+    {{ return(none if none in dates else dates) }}
 {% endmacro %}
 
 {#- SQL: ingestion_id and arrival_date (as a string) of the `feed` files in
-    the log (ingestion_log_sql) that `consumer` (a table with ingestion_id and arrival_date) holds
-    no row of. The consumer is read for its two key columns only. -#}
-{% macro unread_ingestions_sql(consumer, feed) -%}
+    the log (ingestion_log_sql) that `consumer` (a table with ingestion_id and
+    arrival_date) holds no row of. The consumer is read for its two key
+    columns only, and for `dates` (a list of arrival dates) only when given. -#}
+{% macro unread_ingestions_sql(consumer, feed, dates=none) -%}
     select log.ingestion_id, cast(log.arrival_date as string) as arrival_date
     from ({{ ingestion_log_sql(feed) }}) as log
-    left anti join (select distinct arrival_date, ingestion_id from {{ consumer }}) as consumed
+    left anti join (
+        select distinct arrival_date, ingestion_id from {{ consumer }}
+        {%- if dates is not none %}
+        where {{ in_list('arrival_date', dates) }}
+        {%- endif %}
+    ) as consumed
         on log.arrival_date = consumed.arrival_date and log.ingestion_id = consumed.ingestion_id
     where log.feed = {{ sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
+    {%- if dates is not none %}
+        and {{ in_list('log.arrival_date', dates) }}
+    {%- endif %}
 {%- endmacro %}
 
 {#- SQL: the ingestion log as dbt reads it. An ingest commits a file's bronze
