@@ -57,7 +57,9 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set dates_sql -%}
-        select cast(logged.arrival_date as string) as arrival_date
+        select
+            cast(logged.arrival_date as string) as arrival_date,
+            not (logged.landed_rows <=> held.held_rows) as unsettled
         from (
             select arrival_date, sum(rows_accepted + rows_flagged) as landed_rows
             from ({{ ingestion_log_sql(feed) }}) as log
@@ -71,9 +73,15 @@
             group by `partition`.arrival_date
         ) as held
             on logged.arrival_date = held.arrival_date
-        where logged.landed_rows > 0 and not (logged.landed_rows <=> held.held_rows)
+        where logged.landed_rows > 0
     {%- endset -%}
-    {%- set dates = adapter.memo_query(key ~ ':dates', dates_sql) | map(attribute='arrival_date') | list -%}
+    {%- set logged = not adapter.memo_has(key ~ ':dates') -%}
+    {%- set rows = adapter.memo_query(key ~ ':dates', dates_sql) -%}
+    {%- set dates = rows | selectattr('unsettled') | map(attribute='arrival_date') | list -%}
+    {%- if logged -%}
+        {{ log(consumer.identifier ~ ': ' ~ dates | length ~ ' of ' ~ rows | length ~ ' arrival date(s) may hold '
+            ~ feed ~ ' files it has not read (row counts); only those are scanned', info=true) }}
+    {%- endif -%}
     {{ return(none if none in dates else dates) }}
 {% endmacro %}
 

@@ -12,6 +12,13 @@ import pytest
 from python_jobs.landing import ingest
 from tests.pytest.conftest import Project
 
+# Logged once per build by unsettled_arrival_dates: how many arrival dates the
+# unread-file scan of the ledger reads (those whose row counts disagree).
+SCANNED_DATES = (
+    "silver_event_arrivals: {} of {} arrival date(s) may hold events files it has not read (row counts); "
+    "only those are scanned"
+)
+
 
 def test_ingest_flags_malformed_lines_and_lands_a_file_once(project: Project, write_ndjson, capsys) -> None:
     path = write_ndjson(
@@ -304,6 +311,9 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
     statuses = {r.node.name: str(r.status) for r in built.result}  # type: ignore[union-attr]
     assert statuses["assert_bronze_rows_conserved"] == "pass"
     assert any("stopped before its log row" in message for message in project.messages)
+    # 01-15 (first) is held in full; 01-16 (the stopped file, 2 rows derived
+    # from bronze) and 01-17 (other) are not held at all.
+    assert SCANNED_DATES.format(2, 3) in project.messages
     ledger = project.table("silver", "silver_event_arrivals")
     assert sorted(r.source_file.rsplit("/", 1)[-1] for r in ledger.collect()) == [
         "first.ndjson",
@@ -335,6 +345,8 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
         project.dbt("build", "--select", "+silver_events")
         assert project.table("silver", "silver_event_arrivals").count() == 4
         assert project.table("bronze", "stg_bronze_ingestions").count() == 3
+        # The real log row counts what the derived one did: every date agrees.
+        assert SCANNED_DATES.format(0, 3) in project.messages
     assert not any("stopped before its log row" in message for message in project.messages)
 
     assert project.ingest("web", path, arrival_ts="2024-01-18T00:00:00Z") == 0
