@@ -328,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
             faults.append(fault)
             print(f"faults: {fault.kind} at {fault.at}: killed {fault.killed}, converged {fault.converged}, "
                   f"rows lost {fault.rows_lost}", flush=True)  # fmt: skip
+            if not fault.converged:
+                # What the recovery found, now: the summary is written only at the end.
+                print(f"faults:   {fault.detail}", flush=True)
         shutil.rmtree(work, ignore_errors=True)
     result = summary(faults)
     args.out.parent.mkdir(parents=True, exist_ok=True)
