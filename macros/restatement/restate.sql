@@ -67,6 +67,7 @@
             cmp.*,
             {{ impacted }}.reasons,
             {{ impacted }}.source_changed_run_at,
+            {{ primary_reason(impacted ~ '.reasons') }} as primary_reason,
             {{ partition_status(period_last_day(grain, 'cmp.' ~ partition_column), as_of) }} as new_status,
             {#- A row of an impacted partition whose values changed is
                 restated (with period_close adjust, not in a final
@@ -99,10 +100,10 @@
         case when is_restated then coalesce(old_first_published_at, {{ as_of }}) else old_first_published_at end
             as first_published_at,
         case when is_restated then {{ as_of }} else old_last_changed_at end as last_changed_at,
-        case when is_restated and existed and {{ primary_reason('reasons') }} is not null then {{ as_of }}
+        case when is_restated and existed and primary_reason is not null then {{ as_of }}
             else old_restated_on end as restated_on,
-        case when is_restated and existed and {{ primary_reason('reasons') }} is not null
-            then {{ primary_reason('reasons') }} else old_restatement_reason end as restatement_reason,
+        case when is_restated and existed and primary_reason is not null then primary_reason
+            else old_restatement_reason end as restatement_reason,
         case when is_restated then coalesce(old_is_restated_after_final, false) or (existed and new_status = 'final')
             else old_is_restated_after_final end as is_restated_after_final,
         case when is_restated then source_changed_run_at else old_source_changed_run_at end as source_changed_run_at,

@@ -75,10 +75,10 @@
             on logged.arrival_date = held.arrival_date
         where logged.landed_rows > 0
     {%- endset -%}
-    {%- set logged = not adapter.memo_has(key ~ ':dates') -%}
+    {%- set first_ask = not adapter.memo_has(key ~ ':dates') -%}
     {%- set rows = adapter.memo_query(key ~ ':dates', dates_sql) -%}
     {%- set dates = rows | selectattr('unsettled') | map(attribute='arrival_date') | list -%}
-    {%- if logged -%}
+    {%- if first_ask -%}
         {{ log(consumer.identifier ~ ': ' ~ dates | length ~ ' of ' ~ rows | length ~ ' arrival date(s) may hold '
             ~ feed ~ ' files it has not read (row counts); only those are scanned', info=true) }}
     {%- endif -%}
