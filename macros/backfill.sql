@@ -58,8 +58,15 @@
     offset within +-18:00, which Spark reads as a timestamp. Spark reads an
     impossible time as null, which would judge every status at no time. -#}
 {% macro validate_as_of() %}
-    {%- set raw = var('as_of', none) -%}
-    {%- if raw is none or raw | string | trim == '' -%}
+    {%- set from_var = var('as_of', none) -%}
+    {%- set from_env = env_var('LATECOMER_AS_OF', '') | trim -%}
+    {%- if from_var is not none and from_var | string | trim != '' and from_env
+            and from_var | string | trim != from_env -%}
+        {{ exceptions.raise_compiler_error("as_of is given twice: --vars as_of '" ~ from_var
+            ~ "' and LATECOMER_AS_OF '" ~ from_env ~ "'; give one") }}
+    {%- endif -%}
+    {%- set raw = as_of_given() -%}
+    {%- if raw is none -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set literal = as_of_ts() -%}

@@ -141,7 +141,7 @@
     {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta),
                      'project=' ~ adapter.project_fingerprint()] -%}
     {%- if with_as_of -%}
-        {%- do parts.append('as_of=' ~ (var('as_of', none) or run_started_at)) -%}
+        {%- do parts.append('as_of=' ~ (as_of_given() or run_started_at)) -%}
     {%- endif -%}
     {%- for relation in upstream_tables(model.depends_on.nodes) | sort -%}
         {%- set version = current_table_version(relation) -%}

@@ -126,7 +126,7 @@
     {%- endif -%}
     {%- set boundaries = [watermark_tier_hours(var('live_until_tier')),
                           watermark_tier_hours(var('preliminary_until_tier'))] -%}
-    {%- set epoch = adapter.status_epoch(var('as_of', none) or run_started_at, boundaries) -%}
+    {%- set epoch = adapter.status_epoch(as_of_given() or run_started_at, boundaries) -%}
     {{ log(model.name ~ ': own version ' ~ own ~ ', status epoch ' ~ epoch) }}
     {{ return(local_md5(inputs ~ '|self=' ~ own ~ '|status_epoch=' ~ epoch)) }}
 {% endmacro %}

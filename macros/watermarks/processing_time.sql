@@ -4,8 +4,8 @@
     as_of stay exact: the wall-clock start of the invocation, never behind an
     earlier build's stamp (start_run_clock, python_jobs/core/run_clock.py). -#}
 {% macro as_of_ts() -%}
-    {%- set raw = var('as_of', none) -%}
-    {%- if raw is none or raw | string | trim == '' -%}
+    {%- set raw = as_of_given() -%}
+    {%- if raw is none -%}
         {{ return("cast('" ~ wall_clock_text() ~ "' as timestamp)") }}
     {%- endif -%}
     {%- set pattern = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$' -%}
@@ -14,6 +14,22 @@
             "as_of must be ISO-8601 with a UTC offset (e.g. 2024-02-01T00:00:00+00:00), got '" ~ raw ~ "'") }}
     {%- endif -%}
     {{ return("cast('" ~ raw ~ "' as timestamp)") }}
+{%- endmacro %}
+
+{#- The as_of this run was given, as text, or none: var as_of, else the
+    environment variable LATECOMER_AS_OF. Both set the same clock; the
+    variable leaves dbt's vars alone, and a change of --vars makes dbt parse
+    the whole project again (about 2 s), so scheduled builds that pin their
+    clock keep dbt's partial parsing. It is read only while executing:
+    parsing never depends on it (the Python models' meta reads it itself).
+    validate_as_of fails a run given both, different. -#}
+{% macro as_of_given() -%}
+    {%- set from_var = var('as_of', none) -%}
+    {%- if from_var is not none and from_var | string | trim != '' -%}
+        {{ return(from_var | string | trim) }}
+    {%- endif -%}
+    {%- set from_env = env_var('LATECOMER_AS_OF', '') | trim if execute else '' -%}
+    {{ return(from_env or none) }}
 {%- endmacro %}
 
 {% macro run_ts() -%}

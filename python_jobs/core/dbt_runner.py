@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from dbt_common.events.base_types import EventMsg
 
 SCHEMA_ENV = "LATECOMER_SCHEMA"
+# The run's as_of, read by macros/watermarks/processing_time.sql (as_of_given).
+AS_OF_ENV = "LATECOMER_AS_OF"
 
 
 class DbtRunError(RuntimeError):
@@ -93,10 +95,26 @@ class DbtRunner:
 
         ``callbacks`` receive every dbt event. With ``check``, a failed
         invocation raises :class:`DbtRunError` naming the failing nodes.
+
+        An ``as_of`` in ``vars`` reaches dbt as ``LATECOMER_AS_OF``, set for
+        this invocation only: the same clock, but dbt's vars stay the same from
+        one build to the next, so it keeps its partial parse instead of parsing
+        the whole project again.
         """
         if self.schema is not None:
             os.environ[SCHEMA_ENV] = self.schema
-        result = dbtRunner(callbacks=list(callbacks)).invoke(self.command(*args, vars=vars))
+        other_vars = dict(vars or {})
+        as_of = other_vars.pop("as_of", None)
+        saved = os.environ.get(AS_OF_ENV)
+        if as_of is not None:
+            os.environ[AS_OF_ENV] = str(as_of)
+        try:
+            result = dbtRunner(callbacks=list(callbacks)).invoke(self.command(*args, vars=other_vars))
+        finally:
+            if saved is None:
+                os.environ.pop(AS_OF_ENV, None)
+            else:
+                os.environ[AS_OF_ENV] = saved
         if check and not result.success:
             raise DbtRunError(args, failures(result))
         return result

@@ -1,7 +1,7 @@
 """Hostile run vars and payloads through dbt (README "Guarantees").
 
-Impossible times and unknown backfill modes fail in on-run-start, before
-anything is written; quotes and backslashes in the actor, the backfill reason
+Impossible times, an as_of given twice and unknown backfill modes fail in
+on-run-start, before anything is written; quotes and backslashes in the actor, the backfill reason
 and the gate override are recorded as written; control characters in payloads
 reach the steward's terminal escaped; restore_table restores the restated gold
 models only.
@@ -50,6 +50,18 @@ def test_unusable_run_vars_fail_before_anything_runs(project: Project, run_vars:
     assert not project.spark.catalog.databaseExists(bronze) or [
         table.name for table in project.spark.catalog.listTables(bronze) if not table.isTemporary
     ] == []
+
+
+def test_as_of_given_twice_and_different_fails(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LATECOMER_AS_OF", "2024-03-01T00:00:00+00:00")
+    # --vars written out: the runner would move an as_of var into the environment.
+    as_var = json.dumps({"as_of": "2024-03-02T00:00:00+00:00"})
+    result = project.dbt("run", "--select", "stg_bronze_ingestions", "--vars", as_var, expect_ok=False)
+    assert not result.success
+    message = (
+        "as_of is given twice: --vars as_of '2024-03-02T00:00:00+00:00' and LATECOMER_AS_OF '2024-03-01T00:00:00+00:00'"
+    )
+    assert any(message in line for line in project.messages), project.messages[-10:]
 
 
 @pytest.fixture(scope="module")

@@ -113,3 +113,17 @@ def test_rows_of_a_build_after_one_with_its_clock_ahead_reach_gold(project: Proj
     assert gold() == expected()
     assert stamps()["d"] == stamps()["e"] == ahead + timedelta(microseconds=1)
     assert any("later than the clock of this host" in message for message in project.messages)
+
+
+def test_a_new_as_of_keeps_dbt_partial_parse_and_reaches_the_python_models(project: Project) -> None:
+    """The runner hands as_of to dbt as LATECOMER_AS_OF: a build at a new time
+    parses only what reads the variable (the Python models' meta), where a new
+    --vars value would make dbt parse the whole project again."""
+    first, second = "2024-03-01T06:00:00+00:00", "2024-03-02T06:00:00+00:00"
+    project.dbt("parse", vars={"as_of": first})
+    project.dbt("parse", vars={"as_of": second})
+    assert not [m for m in project.messages if "Unable to do partial parsing" in m], project.messages
+    manifest = json.loads((project.target_path / "manifest.json").read_text())
+    metas = {name: manifest["nodes"][f"model.latecomer.{name}"]["config"]["meta"]["as_of"]
+             for name in ("gold_completeness", "gold_completeness_backtest")}  # fmt: skip
+    assert metas == {"gold_completeness": second, "gold_completeness_backtest": second}
