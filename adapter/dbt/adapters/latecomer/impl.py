@@ -36,6 +36,8 @@ _run_locks_guard = threading.Lock()
 
 # Memo key of the invocation's run stamp.
 RUN_STAMP_KEY = "run_clock:stamp"
+# Memo key prefix of the schemas a database holds (list_schemas).
+SCHEMAS_MEMO = "adapter:list_schemas"
 
 
 def _records(rows: Any) -> list[dict[str, Any]]:
@@ -145,6 +147,34 @@ class LatecomerAdapter(SparkAdapter):
                 return columns
             self._columns[key] = columns
         return list(columns)
+
+    def list_schemas(self, database: str | None) -> list[str]:
+        """dbt-spark's schemas (``show databases``), asked once per invocation.
+
+        Before any model runs, dbt asks once for each schema the build writes
+        to (seven in this project), each a round trip to the metastore; the
+        answers are all the same. Creating or dropping a schema through the
+        adapter forgets it.
+        """
+        memo_key = (get_invocation_id(), f"{SCHEMAS_MEMO}:{database}")
+        with self._memo_locks_guard:
+            lock = self._memo_locks.setdefault(memo_key, threading.Lock())
+        with lock:
+            if memo_key not in self._memo:
+                self._memo[memo_key] = list(super().list_schemas(database))
+        return list(self._memo[memo_key])
+
+    def create_schema(self, relation: Any) -> None:
+        self._forget_schemas()
+        super().create_schema(relation)
+
+    def drop_schema(self, relation: Any) -> None:
+        self._forget_schemas()
+        super().drop_schema(relation)
+
+    def _forget_schemas(self) -> None:
+        for key in [key for key in self._memo if key[1].startswith(SCHEMAS_MEMO + ":")]:
+            self._memo.pop(key, None)
 
     def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None) -> Any:
         if SCHEMA_CHANGING_SQL.match(statement_head(sql)):
