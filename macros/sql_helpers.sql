@@ -1,9 +1,14 @@
-{#- `column in ('a', 'b')`, or `false` for an empty list. -#}
-{% macro in_list(column, values) -%}
+{#- `column in ('a', 'b')`, or `false` for an empty list. With `type` (date,
+    timestamp) the values are literals of that type, `column in (date'a', ...)`:
+    a date column compared with strings is cast to string, and a filter on a
+    cast column prunes no partition or file (the whole table is read). -#}
+{% macro in_list(column, values, type=none) -%}
+    {#- A null value matches nothing. -#}
+    {%- set values = values | reject('none') | list -%}
     {%- if values | length == 0 -%}
         false
     {%- else -%}
-        {{ column }} in ({% for value in values %}'{{ value }}'{% if not loop.last %}, {% endif %}{% endfor %})
+        {{ column }} in ({% for value in values %}{{ type or '' }}{{ sql_string(value) }}{% if not loop.last %}, {% endif %}{% endfor %})
     {%- endif -%}
 {%- endmacro %}
 

@@ -5,7 +5,14 @@
     nothing new must change no table.
     DDL goes through statement(): on Thrift it returns no result set. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
-    {%- if strategy in ('append', 'merge') -%}
+    {%- set nothing_reason = adapter.memo_get(writes_nothing_key()) if strategy in ('append', 'merge') else none -%}
+    {%- if nothing_reason -%}
+        {#- The model said, while rendering, that its query has no row this
+            run (writes_nothing): not even staged or counted. -#}
+        {{ log(model.name ~ ': ' ~ nothing_reason ~ ', ' ~ target ~ ' left unchanged', info=true) }}
+        {%- do nothing_written(target) -%}
+        select 'nothing new' as status
+    {%- elif strategy in ('append', 'merge') -%}
         {#- A Python model's new rows are already a table (dbt writes __dbt_tmp). -#}
         {%- set source = source if model.language == 'python' else stage_rows(source) -%}
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
@@ -35,6 +42,21 @@
         {{ get_insert_overwrite_sql(source, target, existing) }}
     {%- endif -%}
 {% endmacro %}
+
+
+{#- Called from an incremental model's SQL when its query has no row this
+    run by construction (e.g. a booking model under a setting that books
+    nothing): its append or merge then runs no query at all, and its data
+    tests pass without one (nothing_written). `reason` is logged. -#}
+{% macro writes_nothing(reason) -%}
+    {%- if execute -%}
+        {%- do adapter.memo_set(writes_nothing_key(), reason) -%}
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro writes_nothing_key() -%}
+    {{ return('writes_nothing:' ~ model.unique_id) }}
+{%- endmacro %}
 
 
 {#- Stages the rows of one write, so that the count, the publication gate,

@@ -19,7 +19,7 @@
                 {%- do result['arrival_dates'].append(row['arrival_date']) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- do result.update({'predicate': in_list('arrival_date', result['arrival_dates'])
+        {%- do result.update({'predicate': in_list('arrival_date', result['arrival_dates'], 'date')
             ~ ' and ' ~ in_list('ingestion_id', result['ids'])}) -%}
         {{ log(this.identifier ~ ': ' ~ result['ids'] | length ~ ' new file(s) in '
             ~ result['arrival_dates'] | length ~ ' arrival-date partition(s)', info=true) }}
@@ -95,13 +95,13 @@
     left anti join (
         select distinct arrival_date, ingestion_id from {{ consumer }}
         {%- if dates is not none %}
-        where {{ in_list('arrival_date', dates) }}
+        where {{ in_list('arrival_date', dates, 'date') }}
         {%- endif %}
     ) as consumed
         on log.arrival_date = consumed.arrival_date and log.ingestion_id = consumed.ingestion_id
     where log.feed = {{ sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
     {%- if dates is not none %}
-        and {{ in_list('log.arrival_date', dates) }}
+        and {{ in_list('log.arrival_date', dates, 'date') }}
     {%- endif %}
 {%- endmacro %}
 

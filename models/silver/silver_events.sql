@@ -216,7 +216,7 @@ existing as (
         on current_rows.event_id = batch_winners.resolved_event_id
         and current_rows.source_system = batch_winners.source_system
     {%- if existing_dates is not none %}
-    where {{ in_list('current_rows.event_date', existing_dates) }}
+    where {{ in_list('current_rows.event_date', existing_dates, 'date') }}
     {%- else %}
     where current_rows.event_date in ({{ existing_dates_sql }})
     {%- endif %}
