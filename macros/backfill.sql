@@ -58,14 +58,14 @@
     offset within +-18:00, which Spark reads as a timestamp. Spark reads an
     impossible time as null, which would judge every status at no time. -#}
 {% macro validate_as_of() %}
-    {%- set from_var = var('as_of', none) -%}
+    {%- set raw = as_of_given() -%}
     {%- set from_env = env_var('LATECOMER_AS_OF', '') | trim -%}
-    {%- if from_var is not none and from_var | string | trim != '' and from_env
-            and from_var | string | trim != from_env -%}
-        {{ exceptions.raise_compiler_error("as_of is given twice: --vars as_of '" ~ from_var
+    {#- as_of_given prefers the var: it differs from a set variable only
+        when both are given. -#}
+    {%- if from_env and raw != from_env -%}
+        {{ exceptions.raise_compiler_error("as_of is given twice: --vars as_of '" ~ raw
             ~ "' and LATECOMER_AS_OF '" ~ from_env ~ "'; give one") }}
     {%- endif -%}
-    {%- set raw = as_of_given() -%}
     {%- if raw is none -%}
         {{ return(none) }}
     {%- endif -%}

@@ -156,13 +156,8 @@ class LatecomerAdapter(SparkAdapter):
         answers are all the same. Creating or dropping a schema through the
         adapter forgets it.
         """
-        memo_key = (get_invocation_id(), f"{SCHEMAS_MEMO}:{database}")
-        with self._memo_locks_guard:
-            lock = self._memo_locks.setdefault(memo_key, threading.Lock())
-        with lock:
-            if memo_key not in self._memo:
-                self._memo[memo_key] = list(super().list_schemas(database))
-        return list(self._memo[memo_key])
+        ask = super().list_schemas
+        return list(self._memo_once(f"{SCHEMAS_MEMO}:{database}", lambda: list(ask(database))))
 
     def create_schema(self, relation: Any) -> None:
         self._forget_schemas()
@@ -241,13 +236,22 @@ class LatecomerAdapter(SparkAdapter):
         answer instead of running it again (tests that run side by side and
         share one figure).
         """
+
+        def rows() -> list[dict[str, Any]]:
+            _, table = self.execute(sql, fetch=True)
+            return [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
+
+        return self._memo_once(key, rows)
+
+    def _memo_once(self, key: str, compute: Callable[[], Any]) -> Any:
+        """The value kept under ``key`` in this invocation, computed by the
+        first thread to ask; the others wait for it."""
         memo_key = (get_invocation_id(), key)
         with self._memo_locks_guard:
             lock = self._memo_locks.setdefault(memo_key, threading.Lock())
         with lock:
             if memo_key not in self._memo:
-                _, table = self.execute(sql, fetch=True)
-                self._memo[memo_key] = [dict(zip(table.column_names, row, strict=True)) for row in table.rows]
+                self._memo[memo_key] = compute()
         return self._memo[memo_key]
 
     def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
