@@ -7,21 +7,6 @@
     - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
 {%- endmacro %}
 
-{#- SQL struct of what one silver row adds to (sign '+') or takes from (sign
-    '-') the revenue measures of its event date: event_date (null when the
-    row is deleted or absent: it counts nowhere), orders, gross_revenue,
-    refunds, from its columns named with `prefix` ('' or 'previous_', in the
-    change log). -#}
-{% macro revenue_effect(prefix, sign) -%}
-    named_struct(
-        'event_date', case when not coalesce({{ prefix }}is_deleted, false) then {{ prefix }}event_date end,
-        'orders', {{ sign }}cast({{ prefix }}event_type = 'order_placed' as int),
-        'gross_revenue',
-        {{ sign }}case when {{ prefix }}event_type = 'order_placed' then coalesce({{ prefix }}amount, 0) else 0 end,
-        'refunds', {{ sign }}case when {{ prefix }}event_type = 'refund' then coalesce({{ prefix }}amount, 0) else 0 end
-    )
-{%- endmacro %}
-
 {#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
     or 'year', the last being year to date for the open year):
     a period is recomputed when one of its days changed, or an adjustment

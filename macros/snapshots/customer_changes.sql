@@ -34,3 +34,16 @@
 {% macro customer_member(column) -%}
     coalesce({{ column }}, 'unknown')
 {%- endmacro %}
+
+{#- SQL join condition: `version` (customer_history rows) is the customer
+    version believed, at time `at`, to be valid for `user_id` at `event_ts`:
+    recorded by then and not yet superseded (`strict`: just before `at`, so
+    a version recorded at `at` is not yet believed and one superseded at `at`
+    still is). -#}
+{% macro believed_at(version, user_id, event_ts, at, strict=false) -%}
+    {{ user_id }} = {{ version }}.customer_id
+    and {{ event_ts }} >= {{ version }}.valid_from
+    and ({{ version }}.valid_to is null or {{ event_ts }} < {{ version }}.valid_to)
+    and {{ version }}.recorded_run_at {{ '<' if strict else '<=' }} {{ at }}
+    and ({{ version }}.superseded_run_at is null or {{ version }}.superseded_run_at {{ '>=' if strict else '>' }} {{ at }})
+{%- endmacro %}

@@ -1,11 +1,12 @@
 """Why did this number change? A gold row's change between two versions, by cause.
 
-The model ``gold_daily_revenue_causes`` holds, for each published version of
-a ``gold_daily_revenue`` row, one row per cause of its change from the
-version before (a *step*): action, watermark tier, reason, events, and what
-they add to each measure, next to the row's values before and after the step.
-``dbt run-operation explain_change`` reads a row's steps and calls
-:func:`explain` for two of its versions, then prints :func:`describe`:
+Each restated revenue model has a causes model (:data:`EXPLAINED`) holding,
+for each published version of one of its rows, one row per cause of its
+change from the version before (a *step*): action, watermark tier, reason,
+events, and what they add to each measure, next to the row's values before
+and after the step. ``dbt run-operation explain_change`` finds the row's
+steps with :func:`row_request`, calls :func:`explain` for two of its versions,
+then prints :func:`describe`:
 
     2024-01-15 web, version 1 -> 3: net_revenue +27.25 = 1 event 30 h late (+20.00),
     1 correction (+10.00), 1 deletion (-2.75)
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -35,8 +37,94 @@ NOUNS = {
     "quarantine_release": ("release from quarantine", "releases from quarantine"),
     "backfill": ("event backfilled", "events backfilled"),
     "replay": ("event replayed", "events replayed"),
+    "dimension_change": ("event moved by a customer history change", "events moved by customer history changes"),
+    "adjustment": ("adjustment booked", "adjustments booked"),
     "unexplained": ("unexplained change", "unexplained changes"),
 }
+
+
+@dataclass(frozen=True)
+class ExplainedModel:
+    """Where a gold model's steps are: its causes model, and the row's key as
+    (argument, causes column, kind) with kind date, hour or text; a rollup's
+    rows share one causes model, told apart by ``grain``."""
+
+    causes: str
+    keys: tuple[tuple[str, str, str], ...]
+    grain: str | None = None
+
+
+_DATE, _SOURCE = ("event_date", "event_date", "date"), ("source_system", "source_system", "text")
+EXPLAINED: dict[str, ExplainedModel] = {
+    "gold_daily_revenue": ExplainedModel("gold_daily_revenue_causes", (_DATE, _SOURCE)),
+    "gold_hourly_revenue": ExplainedModel(
+        "gold_hourly_revenue_causes", (_DATE, ("event_hour", "event_hour", "hour"), _SOURCE)
+    ),
+    "gold_revenue_by_tier": ExplainedModel(
+        "gold_revenue_by_tier_causes", (_DATE, ("tier", "tier", "text"), ("region", "region", "text"))
+    ),
+    **{
+        f"gold_{name}_revenue": ExplainedModel(
+            "gold_rollup_revenue_causes", ((f"{grain}_start_date", "period_start_date", "date"), _SOURCE), grain
+        )
+        for name, grain in (("weekly", "week"), ("monthly", "month"), ("quarterly", "quarter"), ("ytd", "year"))
+    },
+}
+
+
+@dataclass(frozen=True)
+class RowRequest:
+    causes: str  # the causes model to read
+    predicate: str  # SQL selecting the row's steps in it
+    label: str  # the row as a sentence names it: "2024-01-15 web", "week of 2024-01-15 web"
+
+
+def _literal(kind: str, argument: str, value: Any) -> tuple[str, str]:
+    """(SQL literal, label text) of one key value; ValueError when it is not of its kind."""
+    text = str(value)
+    if kind == "date":
+        try:
+            date.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"{argument} must be a date (YYYY-MM-DD), got {text!r}") from None
+        if len(text) != 10:
+            raise ValueError(f"{argument} must be a date (YYYY-MM-DD), got {text!r}")
+        return f"date'{text}'", text
+    if kind == "hour":
+        if not text.isdigit() or not 0 <= int(text) <= 23:
+            raise ValueError(f"{argument} must be an hour of the day (0 to 23), got {text!r}")
+        return str(int(text)), f"{int(text):02d}:00"
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'", text
+
+
+def row_request(model: str, row: Mapping[str, Any]) -> RowRequest:
+    """Where the steps of one row of ``model`` are, from its key values in ``row``.
+
+    Raises ValueError naming the models that can be explained, or the key
+    arguments the model's rows need, missing or unknown ones, or a value
+    that is not of its kind.
+    """
+    explained = EXPLAINED.get(model)
+    if explained is None:
+        raise ValueError(f"model must be one of {', '.join(EXPLAINED)}, got {model!r}")
+    arguments = [argument for argument, _, _ in explained.keys]
+    given = {name: value for name, value in row.items() if value is not None}
+    missing = [name for name in arguments if name not in given]
+    unknown = sorted(set(given) - set(arguments))
+    if missing or unknown:
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"unknown {', '.join(unknown)}"] if unknown else []
+        )
+        raise ValueError(f"a row of {model} is given by {', '.join(arguments)} ({'; '.join(problems)})")
+    conditions, labels = [], []
+    for argument, column, kind in explained.keys:
+        literal, label = _literal(kind, argument, given[argument])
+        conditions.append(f"{column} = {literal}")
+        labels.append(label)
+    if explained.grain:
+        conditions.insert(0, f"grain = '{explained.grain}'")
+        labels.insert(0, f"{explained.grain} of")
+    return RowRequest(explained.causes, " and ".join(conditions), " ".join(labels))
 
 
 @dataclass(frozen=True)
@@ -87,11 +175,15 @@ def _steps(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
 
 
 def explain(
-    rows: Iterable[Mapping[str, Any]], from_version: int | None = None, to_version: int | None = None
+    rows: Iterable[Mapping[str, Any]],
+    from_version: int | None = None,
+    to_version: int | None = None,
+    label: str | None = None,
 ) -> Explanation:
     """The change of one gold row from ``from_version`` to ``to_version``, by cause.
 
-    ``rows`` are the row's rows in gold_daily_revenue_causes. ``to_version``
+    ``rows`` are the row's rows in its causes model; ``label`` names the row
+    (by default its event date and source). ``to_version``
     defaults to the latest version, ``from_version`` to the one before it.
     The steps taken are the latest one reaching ``to_version`` and those
     before it, back to one starting at ``from_version``. Raises ValueError,
@@ -99,7 +191,7 @@ def explain(
     """
     steps = _steps(rows)
     if not steps:
-        raise ValueError("no explained version of this row: is it in gold_daily_revenue, and was it built since?")
+        raise ValueError("no explained version of this row: is it in the model, and was it built since?")
     versions = sorted({int(step[0]["to_version"]) for step in steps})
     last = len(steps) - 1
     if to_version is not None:
@@ -144,7 +236,7 @@ def explain(
         if value["events"] or action == "table_restore" or any(value[m] for m in MEASURES)
     )
     return Explanation(
-        row=f"{head['event_date']} {head['source_system']}",
+        row=label or f"{head['event_date']} {head['source_system']}",
         from_version=int(head["from_version"]),
         to_version=int(tail["to_version"]),
         before={m: _decimal(head[f"{m}_before"]) for m in MEASURES},

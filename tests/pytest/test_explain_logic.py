@@ -110,3 +110,86 @@ def test_versions_that_were_never_published_apart_are_refused() -> None:
 )
 def test_lateness_reads_in_the_unit_a_reader_would_use(seconds: int, text: str) -> None:
     assert explain.duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("model", "row", "causes", "predicate", "label"),
+    [
+        (
+            "gold_daily_revenue",
+            {"event_date": "2024-01-15", "source_system": "web"},
+            "gold_daily_revenue_causes",
+            "event_date = date'2024-01-15' and source_system = 'web'",
+            "2024-01-15 web",
+        ),
+        (
+            "gold_hourly_revenue",
+            {"event_date": "2024-01-15", "event_hour": 7, "source_system": "web"},
+            "gold_hourly_revenue_causes",
+            "event_date = date'2024-01-15' and event_hour = 7 and source_system = 'web'",
+            "2024-01-15 07:00 web",
+        ),
+        (
+            "gold_revenue_by_tier",
+            {"event_date": "2024-01-15", "tier": "gold", "region": "eu"},
+            "gold_revenue_by_tier_causes",
+            "event_date = date'2024-01-15' and tier = 'gold' and region = 'eu'",
+            "2024-01-15 gold eu",
+        ),
+        (
+            "gold_weekly_revenue",
+            {"week_start_date": "2024-01-15", "source_system": "web"},
+            "gold_rollup_revenue_causes",
+            "grain = 'week' and period_start_date = date'2024-01-15' and source_system = 'web'",
+            "week of 2024-01-15 web",
+        ),
+        (
+            "gold_ytd_revenue",
+            {"year_start_date": "2024-01-01", "source_system": "web"},
+            "gold_rollup_revenue_causes",
+            "grain = 'year' and period_start_date = date'2024-01-01' and source_system = 'web'",
+            "year of 2024-01-01 web",
+        ),
+    ],
+)
+def test_a_row_of_each_model_is_found_by_its_own_key(model, row, causes, predicate, label) -> None:
+    request = explain.row_request(model, row)
+    assert (request.causes, request.predicate, request.label) == (causes, predicate, label)
+
+
+def test_text_keys_are_quoted_as_sql_strings() -> None:
+    row = {"event_date": "2024-01-15", "tier": "x' or '1", "region": "a\\"}
+    request = explain.row_request("gold_revenue_by_tier", row)
+    assert request.predicate == "event_date = date'2024-01-15' and tier = 'x\\' or \\'1' and region = 'a\\\\'"
+
+
+@pytest.mark.parametrize(
+    ("model", "row", "message"),
+    [
+        ("gold_sessions", {}, "model must be one of gold_daily_revenue, gold_hourly_revenue"),
+        ("gold_hourly_revenue", {"event_date": "2024-01-15", "source_system": "web"}, r"missing event_hour\)"),
+        (
+            "gold_weekly_revenue",
+            {"event_date": "2024-01-15", "source_system": "web"},
+            r"given by week_start_date, source_system \(missing week_start_date; unknown event_date\)",
+        ),
+        ("gold_daily_revenue", {"event_date": "2024-02-30", "source_system": "web"}, "event_date must be a date"),
+        ("gold_daily_revenue", {"event_date": "2024-1-5", "source_system": "web"}, "event_date must be a date"),
+        (
+            "gold_hourly_revenue",
+            {"event_date": "2024-01-15", "event_hour": 24, "source_system": "web"},
+            "event_hour must be an hour of the day",
+        ),
+    ],
+)
+def test_a_row_that_cannot_be_found_is_refused_with_the_reason(model, row, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        explain.row_request(model, row)
+
+
+def test_new_causes_read_as_sentences() -> None:
+    moved = explain.Cause("dimension_change", None, None, 2, None, None, {"net_revenue": Decimal("-40.00")})
+    reason = "for 2024-01-03: correction"
+    booked = explain.Cause("adjustment", None, reason, 1, None, None, {"net_revenue": Decimal("5")})
+    assert explain.cause_text(moved) == "2 events moved by customer history changes (-40.00)"
+    assert explain.cause_text(booked) == "1 adjustment booked 'for 2024-01-03: correction' (+5.00)"

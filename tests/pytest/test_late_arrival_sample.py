@@ -22,7 +22,7 @@ AS_OF = "2024-01-21T00:00:00+00:00"
 # The late-arrival core and everything it feeds; other features have their own tests.
 CORE = (
     "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
-    " +gold_ytd_revenue +gold_daily_revenue_causes"
+    " +gold_ytd_revenue +gold_daily_revenue_causes +gold_hourly_revenue_causes +gold_rollup_revenue_causes"
 )
 # Rollups: table, period column, the period's first day of a date, its
 # length in months (0: a week).
@@ -278,17 +278,34 @@ def test_steward_release_restates_like_a_late_event(sample: Project, capsys) -> 
     assert [r.event_id for r in release] == ["bo-3"] and "approved by finance" in release[0].reason
 
 
+MEASURES = ("orders", "gross_revenue", "refunds", "net_revenue")
+
+
+def summed(rows, keys) -> dict:
+    """Each measure summed per key."""
+    totals: dict = defaultdict(lambda: [0, Decimal(0), Decimal(0), Decimal(0)])
+    for row in rows:
+        cell = totals[tuple(row[key] for key in keys)]
+        for i, measure in enumerate(MEASURES):
+            cell[i] += row[measure]
+    return dict(totals)
+
+
 def test_every_published_number_is_explained_by_its_causes(sample: Project) -> None:
-    """Each row's causes, over all its versions, add up to its published values."""
-    explained: dict = defaultdict(lambda: [0, Decimal(0), Decimal(0), Decimal(0)])
-    for cause in sample.table("audit", "gold_daily_revenue_causes").collect():
-        cell = explained[(cause.event_date, cause.source_system)]
-        for i, measure in enumerate(("orders", "gross_revenue", "refunds", "net_revenue")):
-            cell[i] += cause[measure]
-    published = {
-        key: [row.orders, row.gross_revenue, row.refunds, row.net_revenue] for key, row in gold_rows(sample).items()
-    }
-    assert explained == published
+    """Each row's causes, over all its versions, add up to its published values:
+    daily, hourly and every rollup."""
+    for model, keys in (
+        ("gold_daily_revenue", ("event_date", "source_system")),
+        ("gold_hourly_revenue", ("event_date", "event_hour", "source_system")),
+    ):
+        causes = sample.table("audit", f"{model}_causes").collect()
+        assert summed(causes, keys) == summed(sample.table("gold", model).collect(), keys), model
+    rollup_causes = sample.table("audit", "gold_rollup_revenue_causes").collect()
+    for table, period, _, _ in ROLLUPS:
+        grain = period.removesuffix("_start_date")
+        published = summed(sample.table("gold", table).collect(), (period, "source_system"))
+        explained = summed([c for c in rollup_causes if c.grain == grain], ("period_start_date", "source_system"))
+        assert explained == published, table
     # the whole history of one row, from before it existed: the on-time orders
     # to the correction after final (test_correction_after_final_is_applied_and_flagged)
     assert not explain_change(sample, "2024-01-15", "web", expect_ok=False, from_version=7).success
@@ -299,6 +316,35 @@ def test_every_published_number_is_explained_by_its_causes(sample: Project) -> N
     assert f" -> {row.version}: net_revenue {row.net_revenue:+.2f} = " in text
     assert " on time (tier realtime) " in text and " late (tier month_end) " in text
     assert "1 correction 'price fixed, by finance, field amount' (-20.00)" in text and "not explained" not in text
+
+
+def test_the_correction_after_final_is_explained_in_its_hour_and_its_week(sample: Project) -> None:
+    """w-1003's correction (120.00 -> 100.00 on 2024-01-15, a Monday) is the
+    last change of its hour and of its week, and explains each of them."""
+    [event] = sample.table("silver", "silver_events").where("event_id = 'w-1003'").collect()
+    hour = sample.table("gold", "gold_hourly_revenue").where(
+        f"event_date = '2024-01-15' and source_system = 'web' and event_hour = {event.event_ts.hour}"
+    ).first()
+    week = sample.table("gold", "gold_weekly_revenue").where(
+        "week_start_date = '2024-01-15' and source_system = 'web'"
+    ).first()
+    hour_label = f"2024-01-15 {event.event_ts.hour:02d}:00 web"
+    for args, label, row in (
+        ({"model": "gold_hourly_revenue", "event_hour": event.event_ts.hour}, hour_label, hour),
+        ({"model": "gold_weekly_revenue", "week_start_date": "2024-01-15"}, "week of 2024-01-15 web", week),
+    ):
+        key = {"source_system": "web", **args}
+        if "week_start_date" not in args:
+            key["event_date"] = "2024-01-15"
+        sample.dbt("run-operation", "explain_change", "--args", json.dumps(key))
+        assert (
+            f"{label}, version {row.version - 1} -> {row.version}: net_revenue -20.00 = "
+            "1 correction 'price fixed, by finance, field amount' (-20.00)" in sample.messages
+        ), args
+    wrong_key = {"model": "gold_weekly_revenue", "event_date": "2024-01-15"}
+    refused = sample.dbt("run-operation", "explain_change", "--args", json.dumps(wrong_key), expect_ok=False)
+    assert not refused.success
+    assert any("a row of gold_weekly_revenue is given by week_start_date, source_system" in m for m in sample.messages)
 
 
 def explain_change(project: Project, event_date: str, source_system: str, expect_ok: bool = True, **versions: int):

@@ -32,7 +32,7 @@ from tests.pytest.reference import expected_daily_revenue
 from tests.pytest.store_timeline import FIRST_DAY, Store, build_times, order, store_lines
 from tests.pytest.test_late_arrival_sample import expected_status
 
-SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue"
+SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue +gold_rollup_revenue_causes"
 Money = tuple[int, Decimal, Decimal]  # orders, gross revenue, refunds
 
 
@@ -236,6 +236,30 @@ def test_weeks_hold_their_days_and_bookings_and_a_closed_week_is_kept(adjusted: 
     for key, row in before.items():
         if key[0] == closed_week:
             assert (money(after[key]), after[key].version) == (money(row), row.version)
+
+
+def test_a_weeks_causes_are_its_days_changes_and_the_bookings_in_it(adjusted: dict[str, Any]) -> None:
+    """gold_rollup_revenue_causes: over all its versions, a week's causes add up
+    to its published values, and its adjustment causes are the reference's
+    bookings, each in the week it was booked in, naming the day it belongs to."""
+    causes = adjusted["store"].project.table("audit", "gold_rollup_revenue_causes").where("grain = 'week'").collect()
+    explained: dict[tuple, Money] = defaultdict(lambda: ZERO)
+    for cause in causes:
+        explained[(cause.period_start_date, cause.source_system)] = add(
+            explained[(cause.period_start_date, cause.source_system)], money(cause)
+        )
+    published = {key: money(row) for key, row in adjusted["snapshots"][-1]["weekly"].items()}
+    assert nonzero(dict(explained)) == nonzero(published)
+    booked = sorted(
+        (c.period_start_date, c.change_reason.split(":")[0], c.source_system, money(c))
+        for c in causes
+        if c.action == "adjustment"
+    )
+    expected = sorted(
+        (week_of(booked_on), f"for {belongs_to}", source, value)
+        for booked_on, belongs_to, source, value in adjusted["reference"].bookings
+    )
+    assert booked == expected
 
 
 def test_every_period_together_sums_to_the_truth(adjusted: dict[str, Any]) -> None:

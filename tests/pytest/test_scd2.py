@@ -39,7 +39,9 @@ UNIVERSES = tuple(ORDERS)
 STEPS = (1, 2, 3)
 # Everything gold_revenue_by_tier needs; after step 0 only the customer side
 # changes (events land once, before step 0), so steps 1-3 build just that.
-SELECT_ALL = "+gold_revenue_by_tier +late_arrival_audit stg_bronze_customer_changes_malformed"
+SELECT_ALL = (
+    "+gold_revenue_by_tier gold_revenue_by_tier_causes +late_arrival_audit stg_bronze_customer_changes_malformed"
+)
 SELECT_CUSTOMERS = "stg_bronze_customer_changes+ stg_bronze_customer_changes_malformed"
 UNKNOWN = "unknown"
 
@@ -263,6 +265,7 @@ class State:
     gold: dict[tuple, Any]
     snapshot_rows: int
     change_log_rows: int
+    causes: list[Any]  # gold_revenue_by_tier_causes
 
 
 def read_state(project: Project) -> State:
@@ -287,6 +290,7 @@ def read_state(project: Project) -> State:
         gold=gold,
         snapshot_rows=project.table("snapshots", "customer_history").count(),
         change_log_rows=project.table("gold", "gold_revenue_by_tier_changes").count(),
+        causes=project.table("audit", "gold_revenue_by_tier_causes").collect(),
     )
 
 
@@ -474,8 +478,37 @@ def test_dimension_changes_are_audited(scenario: dict[int, State], module_projec
     assert days == {0, 3, 4, 6}
 
 
+@pytest.mark.parametrize("step", (0, *STEPS))
+def test_each_step_is_explained_by_what_moved_it(scenario: dict[int, State], step: int) -> None:
+    """The causes a step's build explained (gold_revenue_by_tier_causes) add
+    up, row by row, to the reference's change: at step 0 the events landing,
+    after it the customer changes alone (dimension_change)."""
+    seen = {row.explained_run_at for row in scenario[step - 1].causes} if step else set()
+    new = [row for row in scenario[step].causes if row.explained_run_at not in seen]
+    actions = {row.action for row in new}
+    assert actions == {"dimension_change"} if step else actions <= {"insert", "late_merge"}
+    zero = (0, Decimal(0), Decimal(0), Decimal(0))
+    for universe in UNIVERSES:
+        old = reference_revenue(reference_history(delivered(universe, step - 1))) if step else {}
+        now = reference_revenue(reference_history(delivered(universe, step)))
+        expected = {
+            key: delta
+            for key in old.keys() | now.keys()
+            if (delta := tuple(n - o for n, o in zip(now.get(key, zero), old.get(key, zero), strict=True))) != zero
+        }
+        explained: dict[tuple, list] = defaultdict(lambda: list(zero))
+        for row in new:
+            row_universe, day = universe_of_date(row.event_date)
+            if row_universe == universe:
+                cell = explained[(day, row.tier, row.region)]
+                for i, measure in enumerate(("orders", "gross_revenue", "refunds", "net_revenue")):
+                    cell[i] += row[measure]
+        assert {key: tuple(cell) for key, cell in explained.items() if tuple(cell) != zero} == expected, universe
+
+
 def test_rerun_changes_nothing(scenario: dict[int, State]) -> None:
     last, rerun = scenario[STEPS[-1]], scenario[len(STEPS) + 1]
+    assert len(rerun.causes) == len(last.causes)
     assert rerun.snapshot_rows == last.snapshot_rows
     assert rerun.change_log_rows == last.change_log_rows
     assert rerun.history == last.history

@@ -466,15 +466,28 @@ class LatecomerAdapter(SparkAdapter):
         return {"periods": len(run.periods), "path": path, "webhook": webhook}
 
     @available
-    def explain_change(self, rows: Any, from_version: Any, to_version: Any, measure: str) -> dict[str, Any]:
+    def explain_row(self, model: str, row: Any) -> dict[str, Any]:
+        """Where the steps of one row of a gold model are (python_jobs.core.explain):
+        ``{causes, predicate, label}``, or ``{error}``."""
+        try:
+            request = explain.row_request(str(model), dict(row))
+        except ValueError as error:
+            return {"error": str(error)}
+        return {"causes": request.causes, "predicate": request.predicate, "label": request.label}
+
+    @available
+    def explain_change(
+        self, rows: Any, from_version: Any, to_version: Any, measure: str, label: str | None = None
+    ) -> dict[str, Any]:
         """A gold row's change between two versions by cause (python_jobs.core.explain),
-        from its rows of gold_daily_revenue_causes: ``{text, explained}``
-        (explained: the causes add up to the change), or ``{error}``."""
+        from its rows of its causes model: ``{text, explained}`` (explained: the
+        causes add up to the change), or ``{error}``."""
         try:
             found = explain.explain(
                 _records(rows),
                 None if from_version is None else int(from_version),
                 None if to_version is None else int(to_version),
+                label,
             )
             return {"text": explain.describe(found, measure), "explained": not any(found.remainder.values())}
         except ValueError as error:

@@ -1,0 +1,17 @@
+{#- Why each published version of a gold_hourly_revenue row differs from the
+    one before it, by cause (macros/publication/revenue_causes.sql): the
+    silver change log's rows between the two versions, each adding its new
+    values to its event hour and taking its old ones from its previous one. -#}
+{{ config(partition_by=['explained_date']) }}
+
+{%- set gold -%}
+    select * from {{ ref('gold_hourly_revenue') }}
+{%- endset %}
+
+{% call(lower_bound) revenue_causes(gold, ['event_date', 'event_hour', 'source_system']) -%}
+    {{ silver_change_contributions(ref('silver_event_changes'), {
+        'event_date': ['event_date', 'previous_event_date'],
+        'event_hour': ['hour(event_ts)', 'hour(previous_event_ts)'],
+        'source_system': ['source_system', 'source_system'],
+    }, lower_bound) }}
+{%- endcall %}
