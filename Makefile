@@ -76,7 +76,7 @@ bench-sweep: install
 	$(BIN)/python -m tooling.bench sweep $(SWEEP_ARGS)
 
 ## faults: SIGKILL ingests and builds at model boundaries and random points, run again, compare with the
-##   reference (FAULTS_ARGS="--boundaries --seeds 1,2,3"; about 2 minutes per fault on 2 cores)
+##   reference (FAULTS_ARGS="--boundaries --seeds 1,2,3", or --nodes m1,m2; about 2 minutes per fault on 2 cores)
 faults: install
 	$(BIN)/python -m tests.pytest.faults $(FAULTS_ARGS)
 

@@ -17,13 +17,19 @@
     greatest lateness and what they add to orders, gross_revenue and refunds.
     It reads only positions after `lower_bound`, a SQL timestamp: the oldest
     position any step starts from. A step's causes are the contributions to
-    its row after the position it starts from, up to the one it reflects.
+    its row after the position it starts from, up to the one it reflects:
+    - window 'source': positions in the inputs' change log; a step starts
+      from its previous version's source_changed_run_at and ends at its own;
+    - window 'explained': positions are times this model's inputs were
+      explained (a rollup's days, explained in the same run before it); a
+      step takes every contribution since the model's last explanation of
+      the row, since the version reflects everything explained up to now.
 
     Whatever the causes leave of a step's change is kept as one more cause:
     table_restore when the version went back or came back with other values
     (restore_table took the row back); otherwise unexplained, with zeros, so
     that the data test causes_sum_to_change names the step. -#}
-{% macro revenue_causes(gold, keys) -%}
+{% macro revenue_causes(gold, keys, window='source') -%}
     {%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] -%}
     {%- set on_keys -%}
         {%- for key in keys %}{{ 'and ' if not loop.first }}{left}.{{ key }} = {right}.{{ key }} {% endfor -%}
@@ -41,7 +47,7 @@
             max_by(named_struct(
                 'version', to_version, 'orders', orders_after, 'gross_revenue', gross_revenue_after,
                 'refunds', refunds_after, 'net_revenue', net_revenue_after,
-                'source_changed_run_at', source_changed_run_at
+                'source_changed_run_at', source_changed_run_at, 'explained_run_at', explained_run_at
             ), explained_run_at) as last
         {%- if is_incremental() %}
             from {{ this }}
@@ -69,7 +75,13 @@
                 coalesce(explained.last.{{ measure }}, 0) as {{ measure }}_before,
                 gold.{{ measure }} as {{ measure }}_after,
             {%- endfor %}
-            coalesce(explained.last.source_changed_run_at, cast('1900-01-01' as timestamp)) as from_changed_run_at,
+            {%- if window == 'source' %}
+                coalesce(explained.last.source_changed_run_at, cast('1900-01-01' as timestamp)) as from_position,
+                gold.source_changed_run_at as to_position,
+            {%- else %}
+                coalesce(explained.last.explained_run_at, cast('1900-01-01' as timestamp)) as from_position,
+                cast('9999-12-31' as timestamp) as to_position,
+            {%- endif %}
             gold.source_changed_run_at,
             gold.changed_run_at as gold_changed_run_at
         from gold
@@ -86,11 +98,14 @@
 
     {#- The oldest position any step starts from, found first and given as a
         literal, so the inputs' scans skip the files before it (in a unit
-        test, the bound is a subquery). -#}
-    {%- set lower_bound = "(select min(from_changed_run_at) from moved)" %}
+        test, the bound is a subquery); none when no row moved. -#}
+    {%- set lower_bound = "(select min(from_position) from moved)" %}
     {%- if execute and model.resource_type == 'model' %}
-        {%- set lowest = run_query('with ' ~ moved_ctes ~ ' select cast(min(from_changed_run_at) as string) from moved').columns[0].values()[0] %}
+        {%- set lowest = run_query('with ' ~ moved_ctes ~ ' select cast(min(from_position) as string) from moved').columns[0].values()[0] %}
         {%- set lower_bound = "cast('" ~ (lowest or '9999-12-31') ~ "' as timestamp)" %}
+        {#- Nothing moved since the last run (a build with nothing new): the
+            append writes nothing and its tests run no query. #}
+        {%- do writes_nothing('no gold row has a new version to explain') if lowest is none and is_incremental() %}
     {%- endif %}
 
     with {{ moved_ctes }},
@@ -117,8 +132,8 @@
         from contributions
         inner join moved
             on {{ on_keys | replace('{left}', 'contributions') | replace('{right}', 'moved') }}
-            and contributions.changed_run_at > moved.from_changed_run_at
-            and contributions.changed_run_at <= moved.source_changed_run_at
+            and contributions.changed_run_at > moved.from_position
+            and contributions.changed_run_at <= moved.to_position
         group by
             {%- for key in keys %} moved.{{ key }},{% endfor %}
             moved.from_version, moved.to_version,

@@ -1,9 +1,11 @@
 {#- Why each published version of a weekly, monthly, quarterly or yearly
     (year-to-date) revenue row differs from the one before it, by cause
     (macros/publication/revenue_causes.sql). A period holds its days and the
-    adjustments booked in it (revenue_rollup), so its causes are those of
-    its days' changes published up to its version (gold_daily_revenue_causes)
-    and, under period_close adjust, the adjustments booked in it. -#}
+    adjustments booked in it (revenue_rollup), and is recomputed in every run
+    that changes one of them, so its causes since its last explanation are
+    those of its days explained since (gold_daily_revenue_causes, explained
+    earlier in the same run) and, under period_close adjust, the adjustments
+    booked in it since. -#}
 {{ config(partition_by=['explained_date']) }}
 
 {%- set rollups = [
@@ -29,7 +31,7 @@
     {%- endfor %}
 {%- endset %}
 
-{% call(lower_bound) revenue_causes(gold, ['grain', 'period_start_date', 'source_system']) -%}
+{% call(lower_bound) revenue_causes(gold, ['grain', 'period_start_date', 'source_system'], window='explained') -%}
     select
         grains.grain,
         cast(date_trunc(grains.grain, days.event_date) as date) as period_start_date,
@@ -37,7 +39,7 @@
         days.action,
         days.watermark_tier,
         days.change_reason,
-        days.gold_changed_run_at as changed_run_at,
+        days.explained_run_at as changed_run_at,
         days.events,
         days.min_lateness_seconds,
         days.max_lateness_seconds,
@@ -47,7 +49,7 @@
     from {{ ref('gold_daily_revenue_causes') }} as days
         lateral view explode(array('week', 'month', 'quarter', 'year')) grains
         as grain
-    where days.gold_changed_run_at > {{ lower_bound }}
+    where days.explained_run_at > {{ lower_bound }}
     union all
     {#- An adjustment counts in the period it is booked in. #}
     select

@@ -307,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.pytest.faults", description=main.__doc__)
     parser.add_argument("--boundaries", action="store_true", help="a fault after every model, one deployment per 7")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds of random plans (7 faults each)")
+    parser.add_argument("--nodes", default="", help="comma-separated models: a fault after each, in one deployment")
     parser.add_argument("--out", type=Path, default=ROOT / "target" / "faults" / "summary.json")
     args = parser.parse_args(argv)
 
@@ -318,6 +319,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.boundaries:
         every: list[tuple[str, str | float]] = [("build", node) for node in nodes] + [("ingest", "ingest:after_rows")]
         plans += [plan_in_order(every[i : i + batches]) for i in range(0, len(every), batches)]
+    chosen = [node.strip() for node in args.nodes.split(",") if node.strip()]
+    if unknown := sorted(set(chosen) - set(nodes)):
+        parser.error(f"--nodes: not models of the project: {', '.join(unknown)}")
+    if len(chosen) > batches:
+        parser.error(f"--nodes: at most {batches} (one per sample batch), got {len(chosen)}")
+    if chosen:
+        plans.append(plan_in_order([("build", node) for node in chosen]))
     plans += [plan_in_order(random_plan(nodes, int(seed), batches)) for seed in args.seeds.split(",") if seed]
     faults: list[Fault] = []
     for number, plan in enumerate(plans):
