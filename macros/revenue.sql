@@ -7,6 +7,25 @@
     - coalesce(sum(case when event_type = 'refund' then amount end), 0) as net_revenue
 {%- endmacro %}
 
+{#- SQL struct of what one silver row adds to (sign '+') or takes from (sign
+    '-') the revenue measures of the gold row it counts in: that row's key
+    (`keys`: key column -> SQL of its value for this side), counts (false
+    when the row is deleted or absent: it counts nowhere), orders,
+    gross_revenue, refunds, from its columns named with `prefix` ('' or
+    'previous_', in the change log). -#}
+{% macro revenue_effect(prefix, sign, keys) -%}
+    named_struct(
+        {%- for key, value in keys.items() %}
+        '{{ key }}', {{ value }},
+        {%- endfor %}
+        'counts', not coalesce({{ prefix }}is_deleted, false) and {{ prefix }}event_date is not null,
+        'orders', {{ sign }}cast({{ prefix }}event_type = 'order_placed' as int),
+        'gross_revenue',
+        {{ sign }}case when {{ prefix }}event_type = 'order_placed' then coalesce({{ prefix }}amount, 0) else 0 end,
+        'refunds', {{ sign }}case when {{ prefix }}event_type = 'refund' then coalesce({{ prefix }}amount, 0) else 0 end
+    )
+{%- endmacro %}
+
 {#- A rollup of gold_daily_revenue per period (grain: 'week', 'month', 'quarter'
     or 'year', the last being year to date for the open year):
     a period is recomputed when one of its days changed, or an adjustment

@@ -217,20 +217,10 @@
     to zero on a row (it moved within it) is no contribution there. -#}
 {% macro silver_change_contributions(changes, sides, lower_bound) -%}
     {%- set keys = sides.keys() | list -%}
-    {%- set ns = namespace(side=[]) -%}
-    {%- for prefix, sign in [('', '+'), ('previous_', '-')] -%}
-        {%- set fields = [] -%}
-        {%- for key in keys -%}
-            {%- do fields.append("'" ~ key ~ "', " ~ sides[key][0 if prefix == '' else 1]) -%}
-        {%- endfor -%}
-        {%- do ns.side.append(
-            "named_struct(" ~ fields | join(', ') ~ ", 'counts', not coalesce(" ~ prefix ~ "is_deleted, false) and " ~ prefix ~ "event_date is not null"
-            ~ ", 'orders', " ~ sign ~ "cast(" ~ prefix ~ "event_type = 'order_placed' as int)"
-            ~ ", 'gross_revenue', " ~ sign ~ "case when " ~ prefix ~ "event_type = 'order_placed' then coalesce("
-            ~ prefix ~ "amount, 0) else 0 end"
-            ~ ", 'refunds', " ~ sign ~ "case when " ~ prefix ~ "event_type = 'refund' then coalesce("
-            ~ prefix ~ "amount, 0) else 0 end)"
-        ) -%}
+    {%- set new, previous = {}, {} -%}
+    {%- for key in keys -%}
+        {%- do new.update({key: sides[key][0]}) -%}
+        {%- do previous.update({key: sides[key][1]}) -%}
     {%- endfor %}
     select
         {%- for key in keys %} {{ key }},{% endfor %}
@@ -258,7 +248,7 @@
             sum(side.gross_revenue) as gross_revenue,
             sum(side.refunds) as refunds
         from {{ changes }} as changes
-            lateral view inline(array({{ ns.side | join(', ') }})) side
+            lateral view inline(array({{ revenue_effect('', '+', new) }}, {{ revenue_effect('previous_', '-', previous) }})) side
         where changes.changed_run_at > {{ lower_bound }} and changes.action != 'duplicate' and side.counts
         group by
             changes.event_id, changes.source_system, changes.action, changes.watermark_tier, changes.change_reason,

@@ -34,41 +34,51 @@
 {% call(lower_bound) revenue_causes(gold, ['grain', 'period_start_date', 'source_system'], window='explained') -%}
     select
         grains.grain,
-        cast(date_trunc(grains.grain, days.event_date) as date) as period_start_date,
-        days.source_system,
-        days.action,
-        days.watermark_tier,
-        days.change_reason,
-        days.explained_run_at as changed_run_at,
-        days.events,
-        days.min_lateness_seconds,
-        days.max_lateness_seconds,
-        days.orders,
-        days.gross_revenue,
-        days.refunds
-    from {{ ref('gold_daily_revenue_causes') }} as days
-        lateral view explode(array('week', 'month', 'quarter', 'year')) grains
-        as grain
-    where days.explained_run_at > {{ lower_bound }}
-    union all
-    {#- An adjustment counts in the period it is booked in. #}
-    select
-        grains.grain,
-        cast(date_trunc(grains.grain, booked.booked_date) as date) as period_start_date,
-        booked.source_system,
-        'adjustment' as action,
-        cast(null as string) as watermark_tier,
-        concat_ws(': ', concat('for ', cast(booked.adjusted_event_date as string)), booked.adjustment_reason)
-            as change_reason,
-        booked.changed_run_at,
-        cast(1 as bigint) as events,
-        cast(null as bigint) as min_lateness_seconds,
-        cast(null as bigint) as max_lateness_seconds,
-        booked.orders,
-        booked.gross_revenue,
-        booked.refunds
-    from {{ ref('gold_daily_revenue_adjustments') }} as booked
-        lateral view explode(array('week', 'month', 'quarter', 'year')) grains
-        as grain
-    where booked.changed_run_at > {{ lower_bound }}
+        cast(date_trunc(grains.grain, changes.counted_date) as date) as period_start_date,
+        changes.source_system,
+        changes.action,
+        changes.watermark_tier,
+        changes.change_reason,
+        changes.changed_run_at,
+        changes.events,
+        changes.min_lateness_seconds,
+        changes.max_lateness_seconds,
+        changes.orders,
+        changes.gross_revenue,
+        changes.refunds
+    from (
+        select
+            event_date as counted_date,
+            source_system,
+            action,
+            watermark_tier,
+            change_reason,
+            explained_run_at as changed_run_at,
+            events,
+            min_lateness_seconds,
+            max_lateness_seconds,
+            orders,
+            gross_revenue,
+            refunds
+        from {{ ref('gold_daily_revenue_causes') }}
+        where explained_run_at > {{ lower_bound }}
+        union all
+        {#- An adjustment counts in the period it is booked in. #}
+        select
+            booked_date as counted_date,
+            source_system,
+            'adjustment' as action,
+            cast(null as string) as watermark_tier,
+            concat_ws(': ', concat('for ', cast(adjusted_event_date as string)), adjustment_reason) as change_reason,
+            changed_run_at,
+            cast(1 as bigint) as events,
+            cast(null as bigint) as min_lateness_seconds,
+            cast(null as bigint) as max_lateness_seconds,
+            orders,
+            gross_revenue,
+            refunds
+        from {{ ref('gold_daily_revenue_adjustments') }}
+        where changed_run_at > {{ lower_bound }}
+    ) as changes
+        lateral view explode(array({{ "'" ~ rollups | map(attribute=0) | join("', '") ~ "'" }})) grains as grain
 {%- endcall %}
