@@ -16,8 +16,11 @@
 
     change_log_high_water_mark()
         SQL timestamp literal up to which silver_event_changes has taken
-        silver_events' changes; none when there is no change log to read
-        (first build, unit tests: override it there).
+        silver_events' changes; none on a first or full-refresh build of
+        silver_events, where no row is stored (and in unit tests: override
+        it there); 1900-01-01 when silver_events is stored and its change
+        log never was (the first build stopped between the two): no change
+        is logged yet.
     unlogged_event_dates(logged_until)
         The event dates holding rows of this table changed after
         `logged_until` (none after a clean run; Iceberg skips every file whose
@@ -29,7 +32,10 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set change_log = adapter.get_relation(this.database, this.schema, 'silver_event_changes') -%}
-    {{ return(none if change_log is none else high_water_mark('changed_run_at', change_log)) }}
+    {%- if change_log is none -%}
+        {{ return("cast('1900-01-01' as timestamp)") }}
+    {%- endif -%}
+    {{ return(high_water_mark('changed_run_at', change_log)) }}
 {% endmacro %}
 
 {% macro unlogged_event_dates(logged_until) %}

@@ -1,13 +1,16 @@
 """Fault injection: kill ingests and builds with SIGKILL, run again, compare.
 
-Each process runs as a user would run it (`python -m python_jobs.landing.ingest`,
-`dbt build`), in its own process group on its own state dir (the embedded
-metastore is one process's at a time), so SIGKILL takes down its JVM too:
-nothing gets to clean up. A build is killed right after a named node
-finishes (a model boundary, read from dbt's log lines as they are printed),
-an ingest once it has run for a given time. The next run must converge:
-a complete `dbt build` (with its data tests) succeeds, and silver and gold
-equal the plain-Python reference of everything landed.
+Processes run in their own process group on their own state dir (the
+embedded metastore is one process's at a time), so SIGKILL takes down their
+JVM too: nothing gets to clean up. An ingest killed at a failpoint or after
+a given time runs as a user would run it (`python -m python_jobs.landing.ingest`).
+Otherwise a batch's landing, the build after it and the read of the tables
+run in one process (tests/pytest/fault_driver.py: ingest's main() and
+`dbt build` in-process, as `make run` does), which saves two JVM starts per
+batch. A build is killed right after a named node finishes (a model
+boundary, read from dbt's log lines as they are printed). The next run must
+converge: a complete `dbt build` (with its data tests) succeeds, and silver
+and gold equal the plain-Python reference of everything landed.
 
 Used by test_faults.py (a few kill points, in CI) and by
 `make faults` (every model boundary and random ones: figures in the README).
@@ -38,23 +41,6 @@ PYTHON = sys.executable
 DBT = str(Path(sys.executable).parent / "dbt")
 # dbt's line for a node that finished: "12 of 53 OK created sql incremental model s.silver_events ...".
 FINISHED = re.compile(r"\d+ of \d+ (OK|PASS|WARN|ERROR|FAIL|SKIP)\b.*?\b(?:model|test|snapshot|seed) (\S+)")
-
-# Reads what the comparison needs, in a process of its own (the state dir's metastore is single-process).
-DUMP = """
-import json, sys
-from python_jobs.core.spark_config import get_spark
-spark = get_spark()
-schema = sys.argv[1]
-gold = spark.sql(
-    f"select event_date, source_system, orders, gross_revenue, refunds from {schema}_gold.gold_daily_revenue")
-silver = spark.sql(
-    f"select event_id, source_system, event_type, amount, event_date, is_deleted from {schema}_silver.silver_events")
-print("DUMP " + json.dumps({
-    "gold": [[str(r[0]), r[1], r[2], str(r[3]), str(r[4])] for r in gold.collect()],
-    "silver": [[r[0], r[1], r[2], str(r[3]), str(r[4]), r[5]] for r in silver.collect()],
-}))
-"""
-
 
 @dataclass
 class Fault:
@@ -106,12 +92,6 @@ class Deployment:
             "--schema", self.schema, str(path),
         ]  # fmt: skip
 
-    def build_argv(self, as_of: str) -> list[str]:
-        return [
-            DBT, "build", "--profiles-dir", str(ROOT / "profiles"), "--target-path", str(self.work / "target"),
-            "--log-path", str(self.work / "logs"), "--vars", json.dumps({"as_of": as_of}),
-        ]  # fmt: skip
-
     def ingest(self, source: str, path: Path, arrival_ts: str, kill_at: str | float | None = None) -> bool:
         """Land ``path``. ``kill_at``: a failpoint's name (python_jobs/core/failpoints.py),
         where the ingest kills itself, or seconds after which it is killed.
@@ -135,10 +115,13 @@ class Deployment:
         arrival = datetime.fromisoformat(arrival_ts)
         self.arrivals += arrivals_from_lines(source, arrival, path.name, path.read_text().splitlines())
 
-    def build(self, as_of: str, kill_after_node: str | None = None) -> tuple[bool, str]:
-        """`dbt build`; with ``kill_after_node``, SIGKILL it once that node finishes.
-        Returns (killed, output)."""
-        process = self._start(self.build_argv(as_of))
+    def run(self, plan: list[list[str]], kill_after_node: str | None = None) -> tuple[bool, str]:
+        """Run ``plan`` (tests/pytest/fault_driver.py's steps) in one process; with
+        ``kill_after_node``, SIGKILL it once a build's node of that name finishes.
+        Returns (killed, output). Without a kill point, a failed step raises."""
+        plan_path = self.work / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        process = self._start([PYTHON, "-u", "-m", "tests.pytest.fault_driver", str(plan_path)])
         lines = []
         assert process.stdout is not None
         for line in process.stdout:
@@ -150,21 +133,19 @@ class Deployment:
         process.wait()
         output = "".join(lines)
         if kill_after_node is None and process.returncode != 0:
-            raise RuntimeError(f"dbt build failed ({process.returncode}):\n{output[-5000:]}")
+            raise RuntimeError(f"{plan[-1][0]} failed ({process.returncode}):\n{output[-5000:]}")
         return False, output
 
-    def dump(self) -> dict[str, Any]:
-        process = subprocess.run(
-            [PYTHON, "-c", DUMP, self.schema], cwd=ROOT, env=self.env, capture_output=True, text=True, check=False
-        )
-        line = next((x for x in process.stdout.splitlines() if x.startswith("DUMP ")), None)
+    @staticmethod
+    def dumped(output: str) -> dict[str, Any]:
+        """The tables a plan's ``dump`` step printed."""
+        line = next((x for x in output.splitlines() if x.startswith("DUMP ")), None)
         if line is None:
-            raise RuntimeError(f"reading the tables failed:\n{process.stdout[-2000:]}\n{process.stderr[-3000:]}")
+            raise RuntimeError(f"reading the tables failed:\n{output[-3000:]}")
         return json.loads(line[5:])
 
-    def differences(self) -> tuple[int, str]:
-        """Rows of silver and gold that differ from the reference (missing, extra or other values)."""
-        tables = self.dump()
+    def differences(self, tables: dict[str, Any]) -> tuple[int, str]:
+        """Rows of silver and gold (as dumped) that differ from the reference (missing, extra or other values)."""
         gold = {
             (day, source): (orders, Decimal(gross), Decimal(refunds))
             for day, source, orders, gross, refunds in tables["gold"]
@@ -223,7 +204,8 @@ class Step:
 
     With ``recover``, a complete build then runs and silver and gold are
     compared with the reference; without, the next step lands on top of
-    what the killed build left (a crash, then more data, then a build).
+    what the fault left (a crash, then more data, then a build). A fault's
+    convergence is judged at the next recovery.
     """
 
     batch: int
@@ -237,27 +219,34 @@ def run_faults(deployment: Deployment, steps: list[Step], as_of: str) -> list[Fa
     faults: list[Fault] = []
     pending: list[tuple[Step, bool]] = []  # faults waiting for the next recovery
     batches = {int(b["batch_no"]): b for b in sample_batches()}
+    carried: list[list[str]] = []  # landings not run yet: they open the next process
     for step in steps:
         batch = batches[step.batch]
         path = LANDING / batch["file_name"]
         killed = False
         if step.kind == "ingest":
             killed = deployment.ingest(batch["source_system"], path, batch["arrival_ts"], kill_at=step.at)
-        deployment.ingest(batch["source_system"], path, batch["arrival_ts"])
+        # The landing, and what follows it up to a kill or a recovery's read, in one process.
+        plan = [*carried, ["ingest", batch["source_system"], str(path), batch["arrival_ts"]]]
+        carried = []
         deployment.record(batch["source_system"], path, batch["arrival_ts"])
         if step.kind == "build":
-            killed, _ = deployment.build(as_of, kill_after_node=str(step.at))
+            killed, _ = deployment.run([*plan, ["build", as_of]], kill_after_node=str(step.at))
+            plan = []
         if step.kind:
             pending.append((step, killed))
         if not step.recover:
+            carried = plan
             continue
         try:
-            deployment.build(as_of)
-            lost, detail = deployment.differences()
+            _, output = deployment.run([*plan, ["build", as_of], ["dump"]])
+            lost, detail = deployment.differences(deployment.dumped(output))
         except RuntimeError as error:
             lost, detail = -1, str(error)[-2000:]
         faults += [Fault(s.kind, str(s.at), k, lost == 0, lost, detail) for s, k in pending]
         pending = []
+    if carried:
+        deployment.run(carried)
     return faults
 
 
