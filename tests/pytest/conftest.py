@@ -6,6 +6,7 @@ of one test never leak into another while the JVM and metastore are shared.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -41,6 +42,10 @@ from python_jobs.core.spark_config import get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
 from tests.pytest import sample_build  # noqa: E402
 
+# What dbt's partial parse is keyed on besides the project's files: the
+# environment variables the profile and dbt_project.yml read.
+PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT", "LATECOMER_THREADS")
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
@@ -62,6 +67,26 @@ class Project:
     project_dir: Path = ROOT
     # dbt's log messages (not debug) of the last invocation.
     messages: list[str] = field(default_factory=list)
+    # The target folder of the last invocation: its artifacts (run_results.json, manifest.json, ...).
+    artifacts: Path | None = None
+
+    def parse_folder(self, target: str, vars: dict[str, Any] | None) -> Path:
+        """The target folder for this schema, target, vars and environment.
+
+        dbt parses the whole project again (2 to 9 s) whenever one of these
+        differs from the last parse saved in its target folder; ``as_of``
+        does not count (DbtRunner passes it through the environment). A
+        folder per combination keeps the partial parse of each, so a test
+        that alternates, say, a backfill's vars with none, or two modules
+        taking turns, parses once per combination instead of at every switch.
+        """
+        key = json.dumps(
+            [self.schema, target, {k: v for k, v in (vars or {}).items() if k != "as_of"},
+             [os.environ.get(name) for name in PARSE_ENV]],
+            sort_keys=True,
+            default=str,
+        )  # fmt: skip
+        return self.target_path / f"{self.schema}-{hashlib.sha1(key.encode()).hexdigest()[:10]}"
 
     def dbt(
         self,
@@ -74,11 +99,13 @@ class Project:
 
         With ``expect_ok``, a failure raises ``DbtRunError`` naming the failing nodes.
         """
+        target = target or self.target
+        self.artifacts = self.parse_folder(target, vars)
         runner = DbtRunner(
             project_dir=self.project_dir,
             profiles_dir=ROOT / "profiles",
-            target=target or self.target,
-            target_path=self.target_path,
+            target=target,
+            target_path=self.artifacts,
             schema=self.schema,
         )
         self.messages = []

@@ -42,6 +42,7 @@ DBT = str(Path(sys.executable).parent / "dbt")
 # dbt's line for a node that finished: "12 of 53 OK created sql incremental model s.silver_events ...".
 FINISHED = re.compile(r"\d+ of \d+ (OK|PASS|WARN|ERROR|FAIL|SKIP)\b.*?\b(?:model|test|snapshot|seed) (\S+)")
 
+
 @dataclass
 class Fault:
     """One injected fault and what the run after it found."""

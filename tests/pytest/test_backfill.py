@@ -227,7 +227,7 @@ def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
     assert dict(parents)[int(row.after_table_version)] == int(row.before_table_version)
     assert json.loads(row.input_watermarks)["bronze_ingestions.ingested_at"]
 
-    written = json.loads((deployment.project.target_path / "change_manifest.json").read_text())
+    written = json.loads((deployment.project.artifacts / "change_manifest.json").read_text())
     assert written["invocation_id"] == row.invocation_id
     assert written["models"]["gold_daily_revenue"]["partitions"] == ["2024-01-02", "2024-03-09"]
     assert written["backfill"] == "backfill: partner resend 2"
@@ -315,7 +315,7 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     deployment.project.build(
         as_of="2024-03-13T02:00:00+00:00", select=SELECT, publication_gate_override="p1 price fix confirmed"
     )
-    written = json.loads((deployment.project.target_path / "restatement_digest.json").read_text())
+    written = json.loads((deployment.project.artifacts / "restatement_digest.json").read_text())
     assert [
         (p["model"], p["period"], p["before"]["net_revenue"], p["after"]["net_revenue"]) for p in written["periods"]
     ] == [("gold_daily_revenue", "2024-03-08", "150.00", "1050.00")]
@@ -326,7 +326,7 @@ def test_gate_blocks_a_large_restatement_until_overridden(
         m.startswith("Restatement digest: 1 published period(s) restated") and "webhook failed (HTTPError" in m
         for m in deployment.project.messages
     )
-    markdown = (deployment.project.target_path / "restatement_digest.md").read_text()
+    markdown = (deployment.project.artifacts / "restatement_digest.md").read_text()
     assert "| gold_daily_revenue | 2024-03-08 | 150.00 | 1050.00 | +900.00 | correction (1) |" in markdown
     # The views keep every run's: this one's, and the backfills' and the replay's before it.
     digest_rows = deployment.project.sql("select * from {schema}_audit.restatement_digest")

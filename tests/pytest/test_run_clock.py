@@ -123,7 +123,7 @@ def test_a_new_as_of_keeps_dbt_partial_parse_and_reaches_the_python_models(proje
     project.dbt("parse", vars={"as_of": first})
     project.dbt("parse", vars={"as_of": second})
     assert not [m for m in project.messages if "Unable to do partial parsing" in m], project.messages
-    manifest = json.loads((project.target_path / "manifest.json").read_text())
+    manifest = json.loads((project.artifacts / "manifest.json").read_text())
     metas = {name: manifest["nodes"][f"model.latecomer.{name}"]["config"]["meta"]["as_of"]
              for name in ("gold_completeness", "gold_completeness_backtest")}  # fmt: skip
     assert metas == {"gold_completeness": second, "gold_completeness_backtest": second}

@@ -59,7 +59,7 @@ def ingest_clock(frozen: datetime) -> Iterator[None]:
 def freshness(project: Project) -> dict[str, dict[str, Any]]:
     """Run `dbt source freshness` and return sources.json's results by source id."""
     project.dbt("source", "freshness")
-    results = json.loads((project.target_path / "sources.json").read_text())["results"]
+    results = json.loads((project.artifacts / "sources.json").read_text())["results"]
     return {result["unique_id"]: result for result in results}
 
 
