@@ -42,9 +42,10 @@ chromium:
 test: install lint chromium
 	$(BIN)/python -m pytest
 
+## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project
 lint: install check-project
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
-	$(BIN)/sqlfluff lint models snapshots tests
+	$(BIN)/sqlfluff lint --processes 0 models snapshots tests
 
 ## check-project: `dbt parse` (unit tests included, no Spark), then dbt-score holds the project's rules on the
 ##   manifest: models, columns, seeds and macros documented, primary keys tested, public models contracted
