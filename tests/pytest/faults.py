@@ -134,7 +134,8 @@ class Deployment:
         process.wait()
         output = "".join(lines)
         if kill_after_node is None and process.returncode != 0:
-            raise RuntimeError(f"{plan[-1][0]} failed ({process.returncode}):\n{output[-5000:]}")
+            # The driver's last line names the step that failed.
+            raise RuntimeError(f"fault_driver exited {process.returncode}:\n{output[-5000:]}")
         return False, output
 
     @staticmethod
