@@ -12,8 +12,14 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- The high-water mark before anything was taken: a SQL timestamp literal
+    earlier than every run. -#}
+{% macro high_water_mark_floor() -%}
+    {{ return("cast('1900-01-01' as timestamp)") }}
+{%- endmacro %}
+
 {#- Largest value of `column` in this model's table, as a SQL timestamp literal
-    (1900-01-01 on a first or full-refresh run): a high-water mark. -#}
+    (high_water_mark_floor() on a first or full-refresh run): a high-water mark. -#}
 {% macro high_water_mark(column, relation=none) -%}
     {%- set relation = relation or this -%}
     {%- if execute and is_incremental() -%}
@@ -22,7 +28,7 @@
             {{ return("cast('" ~ value ~ "' as timestamp)") }}
         {%- endif -%}
     {%- endif -%}
-    {{ return("cast('1900-01-01' as timestamp)") }}
+    {{ return(high_water_mark_floor()) }}
 {%- endmacro %}
 
 {#- Whether the query `sql` returns a row (true while parsing, and in unit

@@ -18,9 +18,9 @@
         SQL timestamp literal up to which silver_event_changes has taken
         silver_events' changes; none on a first or full-refresh build of
         silver_events, where no row is stored (and in unit tests: override
-        it there); 1900-01-01 when silver_events is stored and its change
-        log never was (the first build stopped between the two): no change
-        is logged yet.
+        it there); high_water_mark_floor() when silver_events is stored and
+        its change log never was (the first build stopped between the two):
+        no change is logged yet.
     unlogged_event_dates(logged_until)
         The event dates holding rows of this table changed after
         `logged_until` (none after a clean run; Iceberg skips every file whose
@@ -33,7 +33,7 @@
     {%- endif -%}
     {%- set change_log = adapter.get_relation(this.database, this.schema, 'silver_event_changes') -%}
     {%- if change_log is none -%}
-        {{ return("cast('1900-01-01' as timestamp)") }}
+        {{ return(high_water_mark_floor()) }}
     {%- endif -%}
     {{ return(high_water_mark('changed_run_at', change_log)) }}
 {% endmacro %}
