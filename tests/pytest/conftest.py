@@ -42,8 +42,8 @@ from python_jobs.core.spark_config import get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
 from tests.pytest import sample_build  # noqa: E402
 
-# What dbt's partial parse is keyed on besides the project's files: the
-# environment variables the profile and dbt_project.yml read.
+# Environment variables read by the profile or dbt_project.yml that tests
+# change between invocations: dbt parses the project again when one does.
 PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT", "LATECOMER_THREADS")
 
 

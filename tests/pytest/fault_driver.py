@@ -33,6 +33,11 @@ from python_jobs.core.spark_config import REPO_ROOT, get_spark
 from python_jobs.landing import ingest
 
 
+def ingest_args(source: str, path: str, arrival_ts: str, schema: str) -> list[str]:
+    """Ingest's arguments for one landing file (faults.py's killed ingests pass the same)."""
+    return ["--source", source, "--arrival-ts", arrival_ts, "--schema", schema, path]
+
+
 def dump(schema: str) -> dict[str, Any]:
     spark = get_spark()
     gold = spark.sql(
@@ -53,8 +58,7 @@ def run(plan: list[list[str]], work: Path) -> None:
     for kind, *args in plan:
         if kind == "ingest":
             source, path, arrival_ts = args
-            argv = ["--source", source, "--arrival-ts", arrival_ts, "--schema", schema, path]
-            if ingest.main(argv) != 0:
+            if ingest.main(ingest_args(source, path, arrival_ts, schema)) != 0:
                 raise SystemExit(f"fault_driver: ingest of {Path(path).name} failed")
         elif kind == "build":
             (as_of,) = args

@@ -33,6 +33,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from tests.pytest.fault_driver import ingest_args
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue, expected_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,10 +89,7 @@ class Deployment:
         process.wait()
 
     def ingest_argv(self, source: str, path: Path, arrival_ts: str) -> list[str]:
-        return [
-            PYTHON, "-m", "python_jobs.landing.ingest", "--source", source, "--arrival-ts", arrival_ts,
-            "--schema", self.schema, str(path),
-        ]  # fmt: skip
+        return [PYTHON, "-m", "python_jobs.landing.ingest", *ingest_args(source, str(path), arrival_ts, self.schema)]
 
     def ingest(self, source: str, path: Path, arrival_ts: str, kill_at: str | float | None = None) -> bool:
         """Land ``path``. ``kill_at``: a failpoint's name (python_jobs/core/failpoints.py),
