@@ -212,6 +212,11 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
         "spark.sql.shuffle.partitions": shuffle_partitions,
         "spark.default.parallelism": shuffle_partitions,
         "spark.sql.adaptive.enabled": "true",
+        # Classes Spark generates for a query are kept for the next query that
+        # generates the same code; the default keeps 100, fewer than one build
+        # compiles, so a process running build after build (the Thrift server,
+        # the test suite) compiled them again each time.
+        "spark.sql.codegen.cache.maxEntries": "2000",
         # Concurrent dbt nodes share the cores (each thread has its own pool:
         # dbt/adapters/latecomer/scheduling.py) instead of queueing job by job.
         "spark.scheduler.mode": "FAIR",

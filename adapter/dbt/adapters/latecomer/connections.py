@@ -1,4 +1,4 @@
-"""Connections: session targets start Spark from python_jobs.core.spark_config."""
+"""Connections: session targets start Spark from python_jobs.core.spark_config and keep it."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.spark import session
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
 from dbt_common.exceptions import DbtRuntimeError
+from pyspark.errors import AnalysisException
 
 
 @dataclass
@@ -42,20 +44,54 @@ class LatecomerConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         creds = connection.credentials
-        if creds.method == SparkConnectionMethod.SESSION:
-            start_session(creds)
-        return super().open(connection)
+        if creds.method != SparkConnectionMethod.SESSION:
+            return super().open(connection)
+        spark = start_session(creds)
+        connection = super().open(connection)
+        connection.handle = session.SessionConnectionWrapper(SessionConnection(spark, creds.server_side_parameters))
+        return connection
 
 
-def start_session(creds: LatecomerCredentials) -> None:
-    """Create the process's Spark session with the project configuration.
+class SessionConnection(session.Connection):
+    """dbt-spark's session connection, with cursors that hold the session itself.
 
-    dbt-spark's session cursor calls ``SparkSession.builder.getOrCreate()``
-    and so picks up the session made here.
+    dbt-spark's cursor asks ``SparkSession.builder`` for the session at every
+    statement, which applies the server-side parameters again and looks up
+    JVM classes through py4j, each lookup a scan of every jar on the classpath.
+    Here the parameters are applied once, when the connection opens.
     """
+
+    def __init__(self, spark: Any, server_side_parameters: dict[str, str]) -> None:
+        super().__init__(server_side_parameters=server_side_parameters)
+        self.spark = spark
+        for key, value in self.server_side_parameters.items():
+            spark.conf.set(key, value)
+
+    def cursor(self) -> session.Cursor:
+        return SessionCursor(self.spark)
+
+
+class SessionCursor(session.Cursor):
+    """A cursor running statements on one Spark session."""
+
+    def __init__(self, spark: Any) -> None:
+        super().__init__()
+        self.spark = spark
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        if parameters:
+            sql = sql % parameters
+        try:
+            self._df = self.spark.sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+
+
+def start_session(creds: LatecomerCredentials) -> Any:
+    """The process's Spark session, created with the project configuration if need be."""
     from python_jobs.core.spark_config import SparkConfigError, get_spark
 
     try:
-        get_spark(creds.table_format, creds.spark_master)
+        return get_spark(creds.table_format, creds.spark_master)
     except SparkConfigError as exc:
         raise DbtRuntimeError(str(exc)) from None
