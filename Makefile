@@ -10,7 +10,9 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
 .PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
-install: $(STAMP)
+HADOOP_JAR := jvm/build/latecomer-hadoop.jar
+
+install: $(STAMP) $(HADOOP_JAR)
 
 $(STAMP):
 	@command -v java >/dev/null || { echo "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"; exit 1; }
@@ -18,6 +20,17 @@ $(STAMP):
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . -e ./adapter
 	rm -f $(VENV)/.installed-* && touch $@
+
+# Hadoop's local file system without a chmod process per file (jvm/src; used by
+# python_jobs/core/spark_config.py on local masters). Without javac (a JRE
+# only), Spark keeps Hadoop's own.
+$(HADOOP_JAR): $(STAMP) $(wildcard jvm/src/latecomer/hadoop/*.java)
+	@command -v javac >/dev/null || { echo "javac is missing: Spark keeps Hadoop's local file system" \
+		"(a chmod process per file written). Install a JDK to build $@."; exit 0; }; \
+	jars=$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")'); \
+	rm -rf jvm/build && mkdir -p jvm/build/classes && \
+	javac -nowarn -Xlint:-options --release 8 -cp "$$jars/*" -d jvm/build/classes $(filter %.java,$^) && \
+	jar --create --file $@ -C jvm/build/classes .
 
 ## run: land the sample data through ingest and `dbt build` it on the local target
 run: install

@@ -36,6 +36,13 @@ Environment variables (all optional):
     A folder holding ``delta-spark_2.12`` and ``delta-storage`` jars, for the
     Delta format on machines that cannot reach Maven.
 
+On a local master, ``file:`` paths go through
+``latecomer.hadoop.ForklessLocalFileSystem`` (``jvm/src``; ``make install``
+builds its jar, and ``spark.driver.extraClassPath`` is set to it): Hadoop's
+local file system, which sets a new file's mode inside the JVM instead of
+starting a ``chmod`` process for it. Without the jar (no JDK at install),
+Hadoop's own is used.
+
 Any other Spark setting (a Kubernetes container image, a YARN queue, object
 store credentials, event logs) goes in ``$SPARK_CONF_DIR/spark-defaults.conf``,
 which ``spark-submit`` reads when the session starts; the settings made here
@@ -84,6 +91,10 @@ JVM_PROFILES = {
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
 ICEBERG_RUNTIME_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
+# Hadoop's local file system without a chmod process per file written (the
+# module's docstring); built by `make install`.
+FORKLESS_FS_JAR = REPO_ROOT / "jvm" / "build" / "latecomer-hadoop.jar"
+FORKLESS_FS_CLASS = "latecomer.hadoop.ForklessLocalFileSystem"
 
 
 class SparkConfigError(RuntimeError):
@@ -236,6 +247,11 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
         **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},
     }
     conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
+    if conf["spark.master"].startswith("local") and FORKLESS_FS_JAR.exists():
+        # Only the driver's class path holds the jar: on a cluster, executors
+        # would not find the class.
+        conf["spark.driver.extraClassPath"] = str(FORKLESS_FS_JAR)
+        conf["spark.hadoop.fs.file.impl"] = FORKLESS_FS_CLASS
     metastore_uri = os.environ.get("LATECOMER_METASTORE_URI")
     if metastore_uri:
         # A metastore service keeps Iceberg's Hive commit locks (the default),

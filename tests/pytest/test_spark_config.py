@@ -1,8 +1,11 @@
-"""The driver JVM's options by how long its process lives (spark_config.JVM_PROFILES)."""
+"""The driver JVM's options by how long its process lives (spark_config.JVM_PROFILES), and its local file system."""
 
 from __future__ import annotations
 
 import os
+import stat
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -43,3 +46,54 @@ def test_the_session_jvm_runs_with_its_profile(spark: SparkSession) -> None:
     arguments = list(runtime.getInputArguments())
     for option in spark_config.JVM_PROFILES[profile]:
         assert option in arguments
+
+
+def test_local_masters_take_the_forkless_file_system_and_clusters_do_not(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    jar = tmp_path / "latecomer-hadoop.jar"
+    monkeypatch.setattr(spark_config, "FORKLESS_FS_JAR", jar)
+    assert "spark.hadoop.fs.file.impl" not in spark_config.spark_conf("iceberg", master="local[2]"), "no jar built"
+    jar.touch()
+    local = spark_config.spark_conf("iceberg", master="local[2]")
+    assert local["spark.hadoop.fs.file.impl"] == "latecomer.hadoop.ForklessLocalFileSystem"
+    assert local["spark.driver.extraClassPath"] == str(jar)
+    cluster = spark_config.spark_conf("iceberg", master="spark://127.0.0.1:7077")
+    assert "spark.hadoop.fs.file.impl" not in cluster and "spark.driver.extraClassPath" not in cluster
+
+
+def test_the_session_sets_modes_as_hadoops_own_does(spark: SparkSession, tmp_path: Path) -> None:
+    """`make install` built the jar, and the suite's session writes local files
+    through it: the same modes and checksum files as Hadoop's own local file
+    system (which starts chmod for each), for the same calls."""
+    jvm = spark.sparkContext._jvm
+    hadoop = jvm.org.apache.hadoop
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    ours = hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), conf)
+    assert ours.getClass().getName() == "latecomer.hadoop.ForklessLocalFileSystem"
+    hadoops = hadoop.fs.LocalFileSystem()
+    hadoops.initialize(jvm.java.net.URI("file:///"), conf)
+
+    def write(fs: Any, root: Path) -> dict[str, int]:
+        def path(relative: str) -> Any:
+            return hadoop.fs.Path((root / relative).as_uri())
+
+        def mode(text: str) -> Any:
+            return hadoop.fs.permission.FsPermission.valueOf(text)
+
+        assert fs.mkdirs(path("a/b"), mode("drwxr-x---"))
+        stream = fs.create(path("a/b/rows.txt"))
+        stream.write(bytearray(b"rows"))
+        stream.close()
+        fs.setPermission(path("a/b/rows.txt"), mode("-rw-r-----"))
+        assert fs.mkdirs(path("a/shared"))
+        fs.setPermission(path("a/shared"), mode("drwxrwxrwt"))  # the sticky bit: chmod in both
+        assert (root / "a/b/rows.txt").read_bytes() == b"rows"
+        return {
+            str(found.relative_to(root)): stat.S_IMODE(found.stat().st_mode) for found in sorted(root.rglob("*"))
+        }
+
+    modes = write(ours, tmp_path / "ours")
+    assert modes == write(hadoops, tmp_path / "hadoops")
+    assert modes["a/b"] == 0o750 and modes["a/b/rows.txt"] == 0o640 and modes["a/shared"] == 0o1777
+    assert "a/b/.rows.txt.crc" in modes, "checksums are kept"
