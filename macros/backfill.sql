@@ -1,61 +1,19 @@
-{#- Backfill and replay window from the backfill_start / backfill_end vars.
-    Fails before any write when the range is unusable. -#}
+{#- Backfill and replay window from the backfill_start / backfill_end vars,
+    checked (python_jobs/core/run_vars.py): {start, end, reason, mode}, or
+    none without a window. Fails before any write when the range is unusable. -#}
 {% macro backfill_window() -%}
-    {%- set start = var('backfill_start', none) -%}
-    {%- set end = var('backfill_end', none) -%}
-    {%- if start is none and end is none -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- if start is none or end is none -%}
-        {{ exceptions.raise_compiler_error("Backfill needs both backfill_start and backfill_end (YYYY-MM-DD)") }}
-    {%- endif -%}
-    {%- set parsed = [] -%}
-    {%- for name, value in [('backfill_start', start), ('backfill_end', end)] -%}
-        {%- set day = calendar_date(value) -%}
-        {%- if day is none -%}
-            {{ exceptions.raise_compiler_error(name ~ " must be a date YYYY-MM-DD, got '" ~ value ~ "'") }}
-        {%- endif -%}
-        {%- do parsed.append(day) -%}
-    {%- endfor -%}
-    {%- if parsed[1] < parsed[0] -%}
-        {{ exceptions.raise_compiler_error("backfill_end " ~ end ~ " is before backfill_start " ~ start) }}
-    {%- endif -%}
-    {%- if not var('backfill_reason', none) -%}
-        {{ exceptions.raise_compiler_error("A backfill needs backfill_reason, e.g. --vars '{backfill_reason: \"partner resend\"}'") }}
-    {%- endif -%}
-    {{ return({'start': parsed[0] | string, 'end': parsed[1] | string, 'reason': var('backfill_reason'), 'mode': backfill_mode()}) }}
+    {{ return(adapter.backfill_window(var('backfill_start', none), var('backfill_end', none),
+                                      var('backfill_reason', none), var('backfill_mode'))) }}
 {%- endmacro %}
 
 {#- The backfill_mode var, checked: backfill or replay. -#}
 {% macro backfill_mode() -%}
-    {%- set mode = var('backfill_mode') -%}
-    {%- if mode not in ('backfill', 'replay') -%}
-        {{ exceptions.raise_compiler_error("backfill_mode must be backfill or replay, got '" ~ mode ~ "'") }}
-    {%- endif -%}
-    {{ return(mode) }}
+    {{ return(adapter.backfill_mode(var('backfill_mode'))) }}
 {%- endmacro %}
 
-{#- `text` (YYYY-MM-DD) as a date, or none when no such day exists
-    (2024-02-30, 2024-13-01). -#}
-{% macro calendar_date(text) -%}
-    {%- set match = modules.re.match('^([0-9]{4})-([0-9]{2})-([0-9]{2})$', text | string) -%}
-    {%- if match is none -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set year, month, day = match.group(1) | int, match.group(2) | int, match.group(3) | int -%}
-    {%- if year < 1 or month < 1 or month > 12 or day < 1 -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set next_month = modules.datetime.date(year + month // 12, month % 12 + 1, 1) -%}
-    {%- if day > (next_month - modules.datetime.timedelta(days=1)).day -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {{ return(modules.datetime.date(year, month, day)) }}
-{%- endmacro %}
-
-{#- Fails unless var as_of (when set) names a time that exists: a calendar
-    date, a time of day (hours to 23, minutes and seconds to 59) and a UTC
-    offset within +-18:00, which Spark reads as a timestamp. Spark reads an
+{#- Fails unless var as_of (when set) names a time that exists
+    (python_jobs/core/run_vars.py: a calendar date, a time of day, an offset
+    within +-18:00) and Spark reads it as a timestamp. Spark reads an
     impossible time as null, which would judge every status at no time. -#}
 {% macro validate_as_of() %}
     {%- set raw = as_of_given() -%}
@@ -69,22 +27,12 @@
     {%- if raw is none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set literal = as_of_ts() -%}
-    {%- set parts = modules.re.match(
-        '^([0-9-]+)(?:[T ](([0-9]{2}):([0-9]{2})(?::([0-9]{2})[.0-9]*)?)(Z|[+-]([0-9]{2}):?([0-9]{2})))?$',
-        raw | string) -%}
-    {%- set problem = none -%}
-    {%- if calendar_date(parts.group(1)) is none -%}
-        {%- set problem = parts.group(1) ~ ' is not a date' -%}
-    {%- elif parts.group(2) and (parts.group(3) | int > 23 or parts.group(4) | int > 59 or (parts.group(5) or 0) | int > 59) -%}
-        {%- set problem = parts.group(2) ~ ' is not a time of day' -%}
-    {%- elif parts.group(7) and (parts.group(7) | int * 60 + parts.group(8) | int > 18 * 60 or parts.group(8) | int > 59) -%}
-        {%- set problem = 'offset ' ~ parts.group(6) ~ ' is not between -18:00 and +18:00' -%}
-    {%- elif run_query('select ' ~ literal ~ ' is null as unreadable').columns[0].values()[0] -%}
-        {%- set problem = 'Spark cannot read it as a timestamp; write YYYY-MM-DDTHH:MM:SS+HH:MM' -%}
+    {%- set problem = adapter.as_of_problem(raw) -%}
+    {%- if not problem and run_query('select ' ~ as_of_ts() ~ ' is null as unreadable').columns[0].values()[0] -%}
+        {%- set problem = "as_of '" ~ raw ~ "': Spark cannot read it as a timestamp; write YYYY-MM-DDTHH:MM:SS+HH:MM" -%}
     {%- endif -%}
     {%- if problem -%}
-        {{ exceptions.raise_compiler_error("as_of '" ~ raw ~ "': " ~ problem ~ " (e.g. 2024-02-01T00:00:00+00:00)") }}
+        {{ exceptions.raise_compiler_error(problem) }}
     {%- endif -%}
 {% endmacro %}
 

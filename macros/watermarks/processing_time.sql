@@ -8,10 +8,9 @@
     {%- if raw is none -%}
         {{ return("cast('" ~ wall_clock_text() ~ "' as timestamp)") }}
     {%- endif -%}
-    {%- set pattern = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.][0-9]{1,6})?)?(Z|[+-][0-9]{2}:?[0-9]{2}))?$' -%}
-    {%- if not modules.re.match(pattern, raw | string) -%}
-        {{ exceptions.raise_compiler_error(
-            "as_of must be ISO-8601 with a UTC offset (e.g. 2024-02-01T00:00:00+00:00), got '" ~ raw ~ "'") }}
+    {%- set problem = adapter.as_of_problem(raw, format_only=true) -%}
+    {%- if problem -%}
+        {{ exceptions.raise_compiler_error(problem) }}
     {%- endif -%}
     {{ return("cast('" ~ raw ~ "' as timestamp)") }}
 {%- endmacro %}

@@ -180,7 +180,11 @@ def submit_command(
     ``conf`` is :func:`spark_conf` of ``table_format`` (computed when not given).
     """
     conf = dict(conf or spark_conf(table_format, jvm_profile="server"))
+    # The server's sessions load catalog classes from the driver's class path,
+    # not from spark.jars; one --driver-class-path holds both (a --conf of
+    # spark.driver.extraClassPath after it would replace it).
     jars = [jar for jar in conf.pop("spark.jars", "").split(",") if jar]
+    jars += [jar for jar in conf.pop("spark.driver.extraClassPath", "").split(":") if jar]
     command = [str(spark_home() / "bin" / "spark-submit"), "--class", MAIN_CLASS]
     command += ["--name", "latecomer-thrift-server"]
     if jars:

@@ -128,15 +128,13 @@ def test_history_beyond_the_last_tier_waits_in_quarantine(deployment: Deployment
     assert deployment.gold() == deployment.expected_gold()
 
 
+# Every rule of the backfill vars is in test_run_vars.py; these show that a
+# bad window fails the build before it writes anything.
 @pytest.mark.parametrize(
     ("bad_vars", "message"),
     [
         ({"backfill_start": "2024-01-03", "backfill_end": "2024-01-01", "backfill_reason": "x"}, "is before"),
         ({"backfill_start": "2024-02-30", "backfill_end": "2024-03-01", "backfill_reason": "x"}, "must be a date"),
-        ({"backfill_start": "last week", "backfill_end": "2024-03-01", "backfill_reason": "x"}, "must be a date"),
-        ({"backfill_start": "2024-01-01", "backfill_end": "2024-01-03"}, "needs backfill_reason"),
-        ({"backfill_start": "2024-01-01"}, "needs both"),
-        ({**BACKFILL, "backfill_mode": "rerun"}, "backfill_mode must be"),
     ],
 )
 def test_bad_backfill_vars_fail_before_any_write(

@@ -1,7 +1,8 @@
 """Hostile run vars and payloads through dbt (README "Guarantees").
 
 Impossible times, an as_of given twice and unknown backfill modes fail in
-on-run-start, before anything is written; quotes and backslashes in the actor, the backfill reason
+on-run-start, before anything is written (one build each way; every rule of
+the vars is in test_run_vars.py); quotes and backslashes in the actor, the backfill reason
 and the gate override are recorded as written; control characters in payloads
 reach the steward's terminal escaped; restore_table restores the restated gold
 models only.
@@ -35,8 +36,6 @@ def order(event_id: str, event_ts: str, amount: int) -> dict[str, Any]:
     ("run_vars", "message"),
     [
         ({"as_of": "2024-02-30T00:00:00+00:00"}, "as_of '2024-02-30T00:00:00+00:00': 2024-02-30 is not a date"),
-        ({"as_of": "2024-03-01T00:00:00+25:00"}, "as_of '2024-03-01T00:00:00+25:00': offset +25:00 is not"),
-        ({"as_of": "2024-03-01T24:00:00+00:00"}, "as_of '2024-03-01T24:00:00+00:00': 24:00:00 is not a time"),
         ({"backfill_mode": "replay'); drop table x; --"}, "backfill_mode must be backfill or replay, got"),
     ],
 )

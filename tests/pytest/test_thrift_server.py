@@ -279,7 +279,11 @@ def test_submit_command_carries_the_local_target_config(own_state: Path) -> None
     command = thrift_server.submit_command(10321, "iceberg")
     pairs = list(zip(command, command[1:], strict=False))
     assert ("--class", thrift_server.MAIN_CLASS) in pairs
-    assert ("--driver-class-path", conf.pop("spark.jars")) in pairs
+    # One class path holds Iceberg's jar and the local file system's (when built).
+    class_path = ":".join([conf.pop("spark.jars"), *filter(None, [conf.pop("spark.driver.extraClassPath", "")])])
+    assert ("--driver-class-path", class_path) in pairs
+    assert command.count("--driver-class-path") == 1
+    assert not any(argument.startswith("spark.driver.extraClassPath=") for argument in command)
     assert "--jars" not in command
     for key, value in conf.items():
         assert ("--conf", f"{key}={value}") in pairs

@@ -26,7 +26,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import digest, explain, gate, publication, run_clock, run_lock, status_clock, versions
+from python_jobs.core import digest, explain, gate, publication, run_clock, run_lock, run_vars, status_clock, versions
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -406,6 +406,29 @@ class LatecomerAdapter(SparkAdapter):
                     digest.update(path.read_bytes())
             self._memo[key] = digest.hexdigest()
         return self._memo[key]
+
+    @available
+    def backfill_window(self, start: Any, end: Any, reason: Any, mode: Any) -> dict[str, str] | None:
+        """python_jobs.core.run_vars.backfill_window: the backfill vars' window, or None; fails naming the bad var."""
+        try:
+            window = run_vars.backfill_window(start, end, reason, mode)
+        except run_vars.RunVarsError as error:
+            raise _failed(error) from error
+        return window.as_macro_value() if window else None
+
+    @available
+    def backfill_mode(self, mode: Any) -> str:
+        """python_jobs.core.run_vars.backfill_mode: backfill or replay; fails naming the value otherwise."""
+        try:
+            return run_vars.backfill_mode(mode)
+        except run_vars.RunVarsError as error:
+            raise _failed(error) from error
+
+    @available
+    def as_of_problem(self, text: Any, format_only: bool = False) -> str | None:
+        """python_jobs.core.run_vars.as_of_problem (or, with ``format_only``, as_of_format_problem)."""
+        check = run_vars.as_of_format_problem if format_only else run_vars.as_of_problem
+        return check(str(text))
 
     @available
     def status_epoch(self, as_of: Any, boundary_hours: Any) -> str:
