@@ -11,8 +11,9 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 .PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
+JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
 
-install: $(STAMP) $(HADOOP_JAR)
+install: $(STAMP) $(HADOOP_JAR) $(JVM_ARCHIVE)
 
 $(STAMP):
 	@command -v java >/dev/null || { echo "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"; exit 1; }
@@ -28,9 +29,15 @@ $(HADOOP_JAR): $(STAMP) $(wildcard jvm/src/latecomer/hadoop/*.java)
 	@command -v javac >/dev/null || { echo "javac is missing: Spark keeps Hadoop's local file system" \
 		"(a chmod process per file written). Install a JDK to build $@."; exit 0; }; \
 	jars=$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")'); \
-	rm -rf jvm/build && mkdir -p jvm/build/classes && \
+	rm -rf jvm/build/classes && mkdir -p jvm/build/classes && \
 	javac -nowarn -Xlint:-options --release 8 -cp "$$jars/*" -d jvm/build/classes $(filter %.java,$^) && \
 	jar --create --file $@ -C jvm/build/classes .
+
+# The classes a command's driver JVM loads at start-up, archived from a warm-up
+# session with the same class path (python_jobs/operations/jvm_archive.py).
+# Without it JVMs load their classes as usual, so a failure here stops nothing.
+$(JVM_ARCHIVE): $(STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py
+	$(BIN)/python -m python_jobs.operations.jvm_archive || true
 
 ## run: land the sample data through ingest and `dbt build` it on the local target
 run: install

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,34 @@ def test_the_session_sets_modes_as_hadoops_own_does(spark: SparkSession, tmp_pat
     assert modes == write(hadoops, tmp_path / "hadoops")
     assert modes["a/b"] == 0o750 and modes["a/b/rows.txt"] == 0o640 and modes["a/shared"] == 0o1777
     assert "a/b/.rows.txt.crc" in modes, "checksums are kept"
+
+
+def test_a_commands_local_jvm_starts_from_the_class_archive_and_no_other_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LATECOMER_JVM_PROFILE", raising=False)
+    archive = tmp_path / "latecomer-driver.jsa"
+    monkeypatch.setattr(spark_config, "JVM_ARCHIVE", archive)
+    option = f"-XX:SharedArchiveFile={archive}"
+    assert option not in driver_options(master="local[2]"), "no archive written"
+    archive.touch()
+    assert option in driver_options(master="local[2]")
+    # The Thrift server's class path starts with Iceberg's jar; a cluster driver's has no file system jar.
+    assert option not in driver_options(master="local[2]", jvm_profile="server")
+    assert option not in driver_options(master="spark://127.0.0.1:7077")
+
+
+def test_the_session_jvm_maps_the_archive_make_install_wrote(spark: SparkSession) -> None:
+    archive = spark_config.JVM_ARCHIVE
+    assert archive.exists(), "make install writes it (python -m python_jobs.operations.jvm_archive)"
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive}" in arguments
+    # The JVM says what it mapped: the JDK's own archive alone (about 12 MB)
+    # when ours failed to load (another class path, JDK or jar), or both.
+    info = subprocess.run(
+        ["jcmd", str(jvm.ProcessHandle.current().pid()), "VM.info"], capture_output=True, text=True, check=True
+    ).stdout
+    mapped = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
+    assert mapped, info[:2000]
+    assert int(mapped.group(1)) > archive.stat().st_size
