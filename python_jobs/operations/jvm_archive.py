@@ -54,10 +54,6 @@ def warm_up(folder: Path) -> None:
 
 
 def jvm_running(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists() if Path("/proc").exists() else _signal_zero(pid)
-
-
-def _signal_zero(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
