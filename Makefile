@@ -24,8 +24,10 @@ $(STAMP):
 
 # Hadoop's local file system without a chmod process per file (jvm/src; used by
 # python_jobs/core/spark_config.py on local masters). Without javac (a JRE
-# only), Spark keeps Hadoop's own.
-$(HADOOP_JAR): $(STAMP) $(wildcard jvm/src/latecomer/hadoop/*.java)
+# only), Spark keeps Hadoop's own. This and the archive below are built again
+# when their sources or the pinned requirements change (the venv only has to
+# exist: `| $(STAMP)`).
+$(HADOOP_JAR): requirements.txt $(wildcard jvm/src/latecomer/hadoop/*.java) | $(STAMP)
 	@command -v javac >/dev/null || { echo "javac is missing: Spark keeps Hadoop's local file system" \
 		"(a chmod process per file written). Install a JDK to build $@."; exit 0; }; \
 	jars=$$($(BIN)/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")'); \
@@ -36,7 +38,7 @@ $(HADOOP_JAR): $(STAMP) $(wildcard jvm/src/latecomer/hadoop/*.java)
 # The classes a command's driver JVM loads at start-up, archived from a warm-up
 # session with the same class path (python_jobs/operations/jvm_archive.py).
 # Without it JVMs load their classes as usual, so a failure here stops nothing.
-$(JVM_ARCHIVE): $(STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py
+$(JVM_ARCHIVE): requirements.txt $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py | $(STAMP)
 	$(BIN)/python -m python_jobs.operations.jvm_archive || true
 
 ## run: land the sample data through ingest and `dbt build` it on the local target
