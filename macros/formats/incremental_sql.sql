@@ -81,6 +81,30 @@
 {% endmacro %}
 
 
+{#- Whether the model being rendered may stage rows while it renders: in a
+    `dbt build` or `dbt run` of the model. Not in a unit test, nor in a
+    command that writes nothing (compile, show, docs), which must not
+    overwrite the staged rows of a build running meanwhile. -#}
+{% macro stages_while_rendering() %}
+    {{ return(execute and model.resource_type == 'model' and flags.WHICH in ('build', 'run')) }}
+{% endmacro %}
+
+
+{#- A WITH list (`ctes`, without the `with`) whose CTE `name` the model's
+    queries read more than once. Spark inlines a CTE at every reference, so
+    each reference plans and runs everything `name` is derived from again.
+    Where stages_while_rendering, `name`'s rows are staged once (stage_rows)
+    and the list returned is `name` alone, reading them; elsewhere `ctes`
+    unchanged. -#}
+{% macro staged_cte(ctes, name) %}
+    {%- if not stages_while_rendering() -%}
+        {{ return(ctes) }}
+    {%- endif -%}
+    {%- set view = stage_rows(none, sql='with ' ~ ctes ~ ' select * from ' ~ name, view=this.identifier ~ '__' ~ name) -%}
+    {{ return(name ~ ' as (select * from ' ~ view ~ ')') }}
+{% endmacro %}
+
+
 {#- Where staged rows go: <spark.sql.warehouse.dir>/_staging (read once per invocation). -#}
 {% macro staging_folder() %}
     {%- set key = 'staging_folder:' ~ invocation_id -%}

@@ -96,6 +96,11 @@
     )
     {%- endset %}
 
+    {#- The model's query reads `moved` four times and the bound's query once
+        more, each time a scan of gold and of every explanation so far: in a
+        build, it is staged once. -#}
+    {%- set moved_ctes = staged_cte(moved_ctes, 'moved') %}
+
     {#- The oldest position any step starts from, found first and given as a
         literal, so the inputs' scans skip the files before it (in a unit
         test, the bound is a subquery); none when no row moved. -#}

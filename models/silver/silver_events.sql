@@ -184,9 +184,19 @@ batch_winners as (
 )
 {%- endset %}
 
+{#- The queries below read batch_winners two or three times: in a build it
+    is staged once (staged_cte), since Spark would otherwise run the batch's
+    whole derivation at each reading (and, within each, a backfill window's
+    re-derivation from bronze three times). #}
+{%- set staged = is_incremental() and not nothing_new and stages_while_rendering() %}
+{%- if staged %}
+    {%- set batch_ctes = staged_cte(batch_ctes, 'batch_winners') %}
+{%- endif %}
+
 {#- The event dates holding the current rows of the batch's keys, found with
-    one query over the table's key columns (see `existing`); a backfill
-    window, whose batch is read again from bronze, finds them in its query. #}
+    one query over the table's key columns (see `existing`); unstaged, a
+    backfill window, whose batch is read again from bronze, finds them in its
+    query. #}
 {%- set existing_dates_sql %}
 select distinct current_keys.event_date
 from {{ this }} as current_keys
@@ -195,7 +205,7 @@ left semi join batch_winners as key_of_batch
     and current_keys.source_system = key_of_batch.source_system
 {%- endset %}
 {%- set existing_dates = none %}
-{%- if is_incremental() and not window and execute and model.resource_type == 'model' %}
+{%- if is_incremental() and (staged or not window) and execute and model.resource_type == 'model' %}
     {%- set existing_dates = [] if nothing_new else run_query(
         'with ' ~ batch_ctes ~ ' select cast(event_date as string) from (' ~ existing_dates_sql ~ ')'
     ).columns[0].values() | list %}
