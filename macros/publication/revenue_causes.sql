@@ -113,8 +113,10 @@
         {%- do writes_nothing('no gold row has a new version to explain') if lowest is none and is_incremental() %}
     {%- endif %}
 
-    with {{ moved_ctes }},
-
+    {#- Contributions matched to steps: the query reads them twice (the
+        causes, and what they leave of each step), so in a build they are
+        staged once too, when a row moved. -#}
+    {%- set attributed_ctes %}
     contributions as (
         {{ caller(lower_bound) }}
     ),
@@ -143,7 +145,15 @@
             {%- for key in keys %} moved.{{ key }},{% endfor %}
             moved.from_version, moved.to_version,
             contributions.action, contributions.watermark_tier, contributions.change_reason
-    ),
+    )
+    {%- endset %}
+    {%- if stages_while_rendering() and lowest is not none %}
+        {%- set attributed_ctes = staged_cte(moved_ctes ~ ', ' ~ attributed_ctes, 'attributed') %}
+    {%- endif %}
+
+    with {{ moved_ctes }},
+
+    {{ attributed_ctes }},
 
     left_over as (
         select
