@@ -89,7 +89,7 @@ HIVE_SESSION_DIRS = {
 #           collector, whose pauses a batch job does not mind, instead of G1,
 #           whose concurrent threads compete with the work for two cores (an
 #           incremental build of the benchmark: JVM CPU 79 s instead of 100 s;
-#           README, Benchmark, "Driver JVM options").
+#           docs/benchmark.md, "Driver JVM options").
 #   server  a long-lived process serving queries (the Thrift server): the
 #           JVM's defaults.
 JVM_PROFILES = {
