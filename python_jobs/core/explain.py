@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from python_jobs.core.constants import REVENUE_MEASURES
+from python_jobs.core.run_vars import calendar_date
 
 MEASURES = REVENUE_MEASURES
 # How each action reads in a sentence: (singular, plural).
@@ -83,11 +83,9 @@ def _literal(kind: str, argument: str, value: Any) -> tuple[str, str]:
     """(SQL literal, label text) of one key value; ValueError when it is not of its kind."""
     text = str(value)
     if kind == "date":
-        try:
-            date.fromisoformat(text)
-        except ValueError:
-            raise ValueError(f"{argument} must be a date (YYYY-MM-DD), got {text!r}") from None
-        if len(text) != 10:
+        # Only YYYY-MM-DD, as the backfill vars: Python's own parser also
+        # takes week dates (2024-W03-1), which are no SQL date literal.
+        if calendar_date(text) is None:
             raise ValueError(f"{argument} must be a date (YYYY-MM-DD), got {text!r}")
         return f"date'{text}'", text
     if kind == "hour":

@@ -175,6 +175,9 @@ def test_text_keys_are_quoted_as_sql_strings() -> None:
         ),
         ("gold_daily_revenue", {"event_date": "2024-02-30", "source_system": "web"}, "event_date must be a date"),
         ("gold_daily_revenue", {"event_date": "2024-1-5", "source_system": "web"}, "event_date must be a date"),
+        # An ISO week date: Python's date parser takes it, a SQL date literal does not.
+        ("gold_daily_revenue", {"event_date": "2024-W03-1", "source_system": "web"}, "event_date must be a date"),
+        ("gold_daily_revenue", {"event_date": "20240115", "source_system": "web"}, "event_date must be a date"),
         (
             "gold_hourly_revenue",
             {"event_date": "2024-01-15", "event_hour": 24, "source_system": "web"},
