@@ -82,9 +82,13 @@
 
 
 {#- Whether the model being rendered may stage rows while it renders: in a
-    `dbt build` or `dbt run` of the model. Not in a unit test, nor in a
-    command that writes nothing (compile, show, docs), which must not
-    overwrite the staged rows of a build running meanwhile. -#}
+    `dbt build` or `dbt run` of the model, which holds the deployment's run
+    lock (macros/run_lock.sql), so no other build stages meanwhile. Not in a
+    unit test, nor in a command that takes no lock (compile, show, docs),
+    which must not overwrite the staged rows of a build running meanwhile.
+    The SQL such a build leaves under target/compiled reads the staged
+    views, which last as long as its session; `dbt compile` writes SQL that
+    stands alone. -#}
 {% macro stages_while_rendering() %}
     {{ return(execute and model.resource_type == 'model' and flags.WHICH in ('build', 'run')) }}
 {% endmacro %}

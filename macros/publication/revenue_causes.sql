@@ -116,7 +116,7 @@
     {#- Contributions matched to steps: the query reads them twice (the
         causes, and what they leave of each step), so in a build they are
         staged once too, when a row moved. -#}
-    {%- set attributed_ctes %}
+    {%- set attributed_ctes -%}
     contributions as (
         {{ caller(lower_bound) }}
     ),

@@ -16,7 +16,7 @@ with links as (
     {{ links_sql }}
 ),
 
-{{ correction_chain_end_ctes('links', 'chains', staged_from=links_sql if recomputed_rebuilds() else none) }},
+{{ correction_chain_end_ctes('links', 'chains', staged_from=links_sql if recomputed_rebuilds() and stages_while_rendering() else none) }},
 
 final as (
     select

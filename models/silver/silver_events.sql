@@ -34,11 +34,11 @@
 {%- do unlogged_event_dates(logged_until) %}
 
 {#- Backfill and replay: the window's rows read again from bronze
-    (rederived) and the correction links among them. In a build, the links'
-    chains are followed a round per statement over staged rows
-    (correction_chain_end_ctes with staged_from); in one query, the plan
-    would hold the whole bronze re-derivation once per link-set reference,
-    64 times. #}
+    (rederived) and the correction links among them. In a build
+    (stages_while_rendering), the links' chains are followed a round per
+    statement over staged rows (correction_chain_end_ctes with staged_from);
+    in one query, the plan would hold the whole bronze re-derivation once
+    per link-set reference, 64 times. #}
 {%- set rederived_ctes %}
 bronze_events as (
     select * from {{ ref('stg_bronze_events') }}
@@ -66,7 +66,7 @@ eligible_links as (
 )
 {%- endset %}
 {%- set rederived_links_sql = none %}
-{%- if window and execute and model.resource_type == 'model' %}
+{%- if window and stages_while_rendering() %}
     {%- set rederived_links_sql = 'with ' ~ rederived_ctes ~ ' select * from eligible_links' %}
 {%- endif %}
 
