@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from python_jobs.core import run_lock
 from python_jobs.core.constants import CUSTOMER_TIERS, EVENT_TYPES, MONEY, MONEY_EVENT_TYPES
 from python_jobs.core.failpoints import INGEST_AFTER_ROWS, failpoint
+from python_jobs.core.local_rows import local_rows
 from python_jobs.core.spark_config import get_spark
 
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
@@ -498,7 +499,7 @@ def landings(
 ) -> DataFrame:
     """One row per landed file (:data:`LANDING_DDL`): what each of its bronze rows carries."""
     rows = [(iid, source_system, arrival_ts, ingested_at) for iid in ingestion_ids]
-    return spark.createDataFrame(rows, LANDING_DDL)
+    return local_rows(spark, rows, LANDING_DDL)
 
 
 def bronze_frame(
@@ -722,7 +723,7 @@ def ingest(
             )
             for result, landed_at, logged_at in to_log
         ]
-        log = spark.createDataFrame(log_rows, INGESTIONS_DDL)
+        log = local_rows(spark, log_rows, INGESTIONS_DDL)
         append_rows(log, f"{settings.database}.{INGESTIONS_TABLE}", settings)
     for result in results:
         report(result, table, out)

@@ -31,6 +31,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from python_jobs.core import run_lock
+from python_jobs.core.local_rows import local_rows
 from python_jobs.core.spark_config import get_spark
 
 RELEASABLE_REASONS = ("beyond_watermark",)
@@ -118,7 +119,8 @@ def decide(
         return 2
     decided_at = datetime.now(UTC)
     rows = [(uuid.uuid4().hex, i, decision, reason, actor, decided_at) for i in ids]
-    spark.createDataFrame(
+    local_rows(
+        spark,
         rows,
         "decision_id string, bronze_row_id string, decision string, reason string, "
         "actor string, decided_at timestamp",

@@ -25,6 +25,7 @@ from python_jobs.core.completeness import (
     order_arrivals,
     update_arrival_values,
 )
+from python_jobs.core.local_rows import local_rows
 from tests.pytest.conftest import Project
 
 ARRIVALS_SCHEMA = (
@@ -67,11 +68,12 @@ def test_estimate_by_hand(spark: SparkSession) -> None:
         # A source with no history: nothing to estimate from (null case).
         ("mobile", "orders", "2024-01-10", "2024-01-10 01:00", 8.0),
     ]
-    arrivals = spark.createDataFrame(
-        [(s, m, date.fromisoformat(d), ts(a), Decimal(str(v))) for s, m, d, a, v in rows], ARRIVALS_SCHEMA
+    arrivals = local_rows(
+        spark, [(s, m, date.fromisoformat(d), ts(a), Decimal(str(v))) for s, m, d, a, v in rows], ARRIVALS_SCHEMA
     )
     as_of = ts("2024-01-10 06:00")
-    targets = spark.createDataFrame(
+    targets = local_rows(
+        spark,
         [(s, "orders", date(2024, 1, day), as_of) for s in ("web", "mobile") for day in (9, 10)],
         "source_system string, metric string, event_date date, as_of_ts timestamp",
     )
@@ -110,7 +112,8 @@ def test_estimate_by_hand(spark: SparkSession) -> None:
 
 def test_order_arrivals_count_live_orders_at_first_arrival(spark: SparkSession) -> None:
     first, later = ts("2024-01-01 10:00"), ts("2024-01-02 09:00")
-    silver = spark.createDataFrame(
+    silver = local_rows(
+        spark,
         [
             ("o1", "web", "order_placed", Decimal("10.00"), date(2024, 1, 1), False, first),
             ("o2", "web", "order_placed", Decimal("2.50"), date(2024, 1, 1), False, first),
@@ -146,16 +149,16 @@ def test_arrival_values_kept_incrementally(spark: SparkSession) -> None:
     table: dict[tuple, tuple] = {}
 
     def run(silver_rows: list[tuple], change_rows: list[tuple], first: bool = False) -> int:
-        silver = spark.createDataFrame(silver_rows, SILVER_SCHEMA + ", changed_run_at timestamp")
-        changes = spark.createDataFrame(change_rows, CHANGES_SCHEMA)
-        current = None if first else spark.createDataFrame(list(table.values()), ARRIVAL_VALUES_SCHEMA)
+        silver = local_rows(spark, silver_rows, SILVER_SCHEMA + ", changed_run_at timestamp")
+        changes = local_rows(spark, change_rows, CHANGES_SCHEMA)
+        current = None if first else local_rows(spark, list(table.values()), ARRIVAL_VALUES_SCHEMA)
         rows = update_arrival_values(current, silver, changes).collect()
         for row in rows:
             table[(row.source_system, row.metric, row.event_date, row.first_arrival_ts)] = tuple(row)
         return len(rows)
 
     def live() -> dict[tuple, Decimal]:
-        frame = live_arrival_values(spark.createDataFrame(list(table.values()), ARRIVAL_VALUES_SCHEMA))
+        frame = live_arrival_values(local_rows(spark, list(table.values()), ARRIVAL_VALUES_SCHEMA))
         return {(r.metric, r.event_date, r.first_arrival_ts.astimezone(UTC)): r.value for r in frame.collect()}
 
     def values(day: date, arrival: datetime, orders: int, gross: str, net: str) -> dict[tuple, Decimal]:
@@ -215,7 +218,8 @@ def test_lateness_summary_over_the_trailing_window(spark: SparkSession) -> None:
         ("web", None, ts("2024-01-01 12:00"), 99_999),  # before the window
         ("web", None, ts("2024-01-10 00:00:01"), 99_999),  # after as_of
     ]
-    bronze = spark.createDataFrame(
+    bronze = local_rows(
+        spark,
         [(s, e, a, a.date(), lat) for s, e, a, lat in rows],
         "source_system string, parse_error string, arrival_ts timestamp, arrival_date date, lateness_seconds bigint",
     )

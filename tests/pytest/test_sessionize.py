@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from python_jobs.core.local_rows import local_rows
 from python_jobs.core.sessionize import daily_sessions, sessionize, update_sessions
 from tests.pytest.conftest import Project
 from tests.pytest.test_late_arrival_sample import LANDING, batches
@@ -127,7 +128,7 @@ def silver_frame(spark: SparkSession, events: list[Event], run_at: datetime) -> 
         for e in events
     ]
     # event_date as silver derives it: the UTC date of event_ts.
-    return spark.createDataFrame(rows, SILVER_SCHEMA).withColumn("event_date", F.to_date("event_ts"))
+    return local_rows(spark, rows, SILVER_SCHEMA).withColumn("event_date", F.to_date("event_ts"))
 
 
 # ------------------------------------------------------------------ examples
@@ -225,19 +226,19 @@ class SessionsTable:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.rows: dict[str, Row] | None = None  # None: the table does not exist yet
-        self.schema = None
+        self.schema = ""  # DDL of the sessions, once a run has returned them
 
     def run(self, silver: Silver, run_at: datetime, gap_minutes: float = 30) -> list[Row]:
-        current = None if self.rows is None else self.spark.createDataFrame(list(self.rows.values()), self.schema)
+        current = None if self.rows is None else local_rows(self.spark, list(self.rows.values()), self.schema)
         update = update_sessions(
             current,
             silver_frame(self.spark, list(silver.rows.values()), run_at),
-            self.spark.createDataFrame(silver.changes, CHANGES_SCHEMA),
+            local_rows(self.spark, silver.changes, CHANGES_SCHEMA),
             gap_minutes,
         )
         merged = update.collect()
         assert len({row.session_id for row in merged}) == len(merged), "merge keys must be unique"
-        self.schema = update.schema
+        self.schema = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in update.schema.fields)
         rows = dict(self.rows or {})
         for row in merged:
             if row.event_count == 0:
