@@ -21,8 +21,9 @@ Environment variables (all optional):
     Driver memory (default ``4g``).
 ``LATECOMER_JVM_PROFILE``
     The driver JVM's options (``JVM_PROFILES``): ``job``, the default for a
-    command's session (a dbt build, an ingest), or ``server``, the default for
-    the Thrift server.
+    command's session (a dbt build, an ingest), ``short`` for commands over
+    little data that end within minutes (CI, the sample; the test suite's
+    subprocesses use it), or ``server``, the default for the Thrift server.
 ``LATECOMER_JAVA_OPTIONS``
     More options for the driver JVM, after the profile's (later options win).
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
@@ -43,7 +44,7 @@ local file system, which sets a new file's mode inside the JVM instead of
 starting a ``chmod`` process for it. Without the jar (no JDK at install),
 Hadoop's own is used.
 
-A command's driver JVM (a local master, the ``job`` profile) maps the classes
+A command's driver JVM (a local master, the ``job`` or ``short`` profile) maps the classes
 it loads at start-up from a class data archive (``-XX:SharedArchiveFile``),
 which ``make install`` writes (``python -m python_jobs.operations.jvm_archive``)
 from a short warm-up session with the same class path: the JVM then verifies
@@ -90,12 +91,24 @@ HIVE_SESSION_DIRS = {
 #           whose concurrent threads compete with the work for two cores (an
 #           incremental build of the benchmark: JVM CPU 79 s instead of 100 s;
 #           docs/benchmark.md, "Driver JVM options").
+#   short   a command over little data that ends within a few minutes (CI,
+#           the sample, fault drills): job's collector, and the JIT's quick
+#           compiler only. C2, the optimising compiler, spends CPU on hot
+#           methods that a short process ends before it repays: the three
+#           faults of test_faults.py, four such processes, took 168 s instead
+#           of 234 s. A long or large build runs slower with it (the
+#           benchmark's full refresh 275 s instead of 150 s: docs/benchmark.md),
+#           so it is never a default. C1 alone fills the JVM's default 48 MB
+#           code cache, hence 512 MB.
 #   server  a long-lived process serving queries (the Thrift server): the
 #           JVM's defaults.
 JVM_PROFILES = {
     "job": ("-XX:+UseParallelGC",),
+    "short": ("-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"),
     "server": (),
 }
+# Profiles of a command's session, whose JVM has the class path the archive was written with.
+COMMAND_PROFILES = ("job", "short")
 DELTA_VERSION = "3.3.2"
 DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
 ICEBERG_RUNTIME_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
@@ -211,7 +224,7 @@ def class_archive_options(master: str, jvm_profile: str) -> list[str]:
     written with; the Thrift server puts Iceberg's jar first, and a cluster's
     driver has no file system jar.
     """
-    if master.startswith("local") and jvm_profile == "job" and JVM_ARCHIVE.exists():
+    if master.startswith("local") and jvm_profile in COMMAND_PROFILES and JVM_ARCHIVE.exists():
         return [f"-XX:SharedArchiveFile={JVM_ARCHIVE}"]
     return []
 

@@ -65,6 +65,7 @@ class Deployment:
         self.work = work
         self.arrivals: list[Arrival] = []
         self.env = {
+            "LATECOMER_JVM_PROFILE": "short",  # short processes over the sample (spark_config.JVM_PROFILES)
             **os.environ,
             "LATECOMER_STATE_DIR": str(state_dir),
             "LATECOMER_SCHEMA": schema,

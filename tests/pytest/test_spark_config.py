@@ -37,8 +37,11 @@ def test_the_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch) ->
     assert not any(option.startswith("-XX:") for option in driver_options())
     monkeypatch.setenv("LATECOMER_JVM_PROFILE", "job")
     assert "-XX:+UseParallelGC" in driver_options(jvm_profile="server")
+    monkeypatch.setenv("LATECOMER_JVM_PROFILE", "short")
+    short = driver_options()
+    assert {"-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"} <= set(short)
     monkeypatch.setenv("LATECOMER_JVM_PROFILE", "fast")
-    with pytest.raises(spark_config.SparkConfigError, match="'fast'; choose one of job, server"):
+    with pytest.raises(spark_config.SparkConfigError, match="'fast'; choose one of job, short, server"):
         driver_options()
 
 
@@ -111,6 +114,7 @@ def test_a_commands_local_jvm_starts_from_the_class_archive_and_no_other_does(
     assert option not in driver_options(master="local[2]"), "no archive written"
     archive.touch()
     assert option in driver_options(master="local[2]")
+    assert option in driver_options(master="local[2]", jvm_profile="short")
     # The Thrift server's class path starts with Iceberg's jar; a cluster driver's has no file system jar.
     assert option not in driver_options(master="local[2]", jvm_profile="server")
     assert option not in driver_options(master="spark://127.0.0.1:7077")
