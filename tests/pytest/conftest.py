@@ -1,7 +1,8 @@
 """Shared fixtures: one Spark session (one JVM) for the whole run, dbt in-process.
 
-Every scenario gets its own dbt target schema (``LATECOMER_SCHEMA``), so tables
-of one test never leak into another while the JVM and metastore are shared.
+Every deployment is a dbt target schema (``LATECOMER_SCHEMA``) dropped before
+a test (or a module) gets it, so tables of one test never leak into another
+while the JVM and metastore are shared.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import threading
 import time
@@ -144,28 +144,52 @@ class Project:
         return self.spark.sql(text.format(schema=self.schema)).collect()
 
     def drop(self) -> None:
+        catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
         for (db,) in self.spark.sql("show databases").collect():
             if db == self.schema or db.startswith(f"{self.schema}_"):
+                # Iceberg's catalog keeps the tables it loaded, and dropping
+                # the database does not tell it: without this, the next
+                # deployment in this schema would find the dropped tables.
+                namespace = self.spark.sparkContext._gateway.new_array(self.spark._jvm.String, 1)
+                namespace[0] = db
+                for table in catalog.listTables(namespace):
+                    if len(table.namespace()) == 1:  # not the session's temporary views, listed too
+                        catalog.invalidateTable(table)
                 self.spark.sql(f"drop database if exists {db} cascade")
 
 
-def _deployment(spark: SparkSession, name: str) -> Iterator[Project]:
-    deployment = Project(spark=spark, schema="t_" + re.sub(r"[^a-z0-9_]", "_", name.lower())[:40])
+# The schema of a deployment is named by its fixture, not by its test: dbt
+# keeps a parse per schema (the schema is part of the profile, and of every
+# node's relation), and parses the whole project again, some 5 s, for a schema
+# it has not parsed in that target folder. One name per fixture lets each test
+# reuse the parse the tests before it left (parse_folder). Tests run one at a
+# time, and each deployment is dropped before it is handed out, so no table
+# outlives its test (or module) into the next.
+TEST_SCHEMA = "t_test"
+MODULE_SCHEMA = "t_module"
+# The reason tests give when they override the publication gate: one text for
+# all of them, since vars dbt has not parsed with in a target folder make it
+# parse the project again (test_hostile_vars.py gives a text of its own).
+GATE_OVERRIDE = {"publication_gate_override": "checked by hand"}
+
+
+def _deployment(spark: SparkSession, schema: str) -> Iterator[Project]:
+    deployment = Project(spark=spark, schema=schema)
     deployment.drop()
     yield deployment
     deployment.drop()
 
 
 @pytest.fixture
-def project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
+def project(spark: SparkSession) -> Iterator[Project]:
     """A fresh deployment for one test."""
-    yield from _deployment(spark, request.node.name)
+    yield from _deployment(spark, TEST_SCHEMA)
 
 
 @pytest.fixture(scope="module")
-def module_project(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[Project]:
+def module_project(spark: SparkSession) -> Iterator[Project]:
     """One deployment shared by the tests of a module, which run in order."""
-    yield from _deployment(spark, request.module.__name__.rsplit(".", 1)[-1])
+    yield from _deployment(spark, MODULE_SCHEMA)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import ROOT, Project, Webhook
+from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project, Webhook
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 # (gold_daily_revenue_causes: its data test checks that the causes of every
@@ -310,9 +310,7 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     # The run's restatement digest goes to a webhook that answers 500: logged, not fatal.
     monkeypatch.setenv("LATECOMER_DIGEST_WEBHOOK", webhook.url)
     webhook.status = 500
-    deployment.project.build(
-        as_of="2024-03-13T02:00:00+00:00", select=SELECT, publication_gate_override="p1 price fix confirmed"
-    )
+    deployment.project.build(as_of="2024-03-13T02:00:00+00:00", select=SELECT, **GATE_OVERRIDE)
     written = json.loads((deployment.project.artifacts / "restatement_digest.json").read_text())
     assert [
         (p["model"], p["period"], p["before"]["net_revenue"], p["after"]["net_revenue"]) for p in written["periods"]
@@ -352,7 +350,7 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log order by logged_run_at")
     assert [(r.decision, r.override_reason) for r in log] == [
         ("blocked", None),
-        ("overridden", "p1 price fix confirmed"),
+        ("overridden", GATE_OVERRIDE["publication_gate_override"]),
     ]
     audit = deployment.project.table("audit", "late_arrival_audit").where("action = 'publication_gate'").collect()
     assert sorted(r.after_values for r in audit) == ["blocked", "overridden"]

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.pytest.conftest import ROOT, Project
+from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project
 from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, expected_state
 
 LANDING = ROOT / "seeds" / "landing"
@@ -201,8 +201,8 @@ def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjso
         and f"expected {published.net_revenue} (a final partition may change by 0%; reasons: late_arrival)" in message
         for message in sample.messages
     )
-    # ...until someone who checked it publishes it.
-    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE, publication_gate_override="a late back-office entry")
+    # ...until someone who checked it (a late back-office entry) publishes it.
+    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE, **GATE_OVERRIDE)
     after = gold_rows(sample)
     changed = {key for key in after if key not in before or after[key].version != before[key].version}
     assert changed == {(date(2024, 1, 12), "backoffice")}
@@ -238,7 +238,7 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
     as_of = "2024-02-10T00:00:00+00:00"
     before = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert sample.ingest("web", fix, arrival_ts="2024-02-09T00:00:00+00:00") == 0
-    sample.build(as_of=as_of, select=CORE, publication_gate_override="finance confirmed the price")
+    sample.build(as_of=as_of, select=CORE, **GATE_OVERRIDE)  # finance confirmed the price
     row = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert row.gross_revenue == before.gross_revenue - 20
     assert row.status == "final" and row.is_restated_after_final

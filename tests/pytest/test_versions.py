@@ -17,14 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import Project
+from tests.pytest.conftest import GATE_OVERRIDE, Project
 
 GOLD = "+gold_daily_revenue"
 # Why gold's rows changed, version by version (the model and its data tests).
 CAUSES = "gold_daily_revenue_causes"
 # Restating a two-partition sample moves totals far beyond the publication
-# gate's limits; these runs override the gate (with an audited reason).
-OVERRIDE = {"publication_gate_override": "versions test: tiny sample"}
+# gate's limits: the runs that restate override the gate (GATE_OVERRIDE).
 JAN_3, JAN_4 = date(2024, 1, 3), date(2024, 1, 4)
 # Horizon of the default vars: the regulatory tier (720 h) plus the 168 h margin.
 HORIZON = timedelta(hours=720 + 168)
@@ -111,7 +110,7 @@ def runs(module_project: Project, write_ndjson_module) -> Runs:
     after_run_1 = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     late = write_ndjson_module("late.ndjson", [order("w-4", 30, "2024-01-03T11:00:00Z")])
     assert project.ingest("web", late, arrival_ts="2024-01-06T00:00:00+00:00") == 0
-    project.build(as_of="2024-01-06T01:00:00+00:00", select=GOLD, **OVERRIDE)
+    project.build(as_of="2024-01-06T01:00:00+00:00", select=GOLD, **GATE_OVERRIDE)
     log = history(project)
     assert len(log) == 2, "run 1 created gold, run 2 merged into it: one version each"
     return Runs(
@@ -237,7 +236,7 @@ def test_restore_table_to_run_1_then_rerun(runs: Runs) -> None:
     assert "2024-01-03 web, version 2 -> 1: net_revenue -30.00 = restore_table (-30.00)" in run_operation(
         project, "explain_change", **explain
     )
-    project.build(as_of="2024-01-06T01:00:00+00:00", select=GOLD, **OVERRIDE)
+    project.build(as_of="2024-01-06T01:00:00+00:00", select=GOLD, **GATE_OVERRIDE)
     assert gold(project) == RUN_2
     assert gold(project, f"version as of {runs.run_1_version}") == runs.run_1
     project.build(as_of="2024-01-06T01:00:00+00:00", select=CAUSES)
