@@ -16,10 +16,17 @@ day of the build; a week holds its days and the adjustments booked in it.
 The reference replays the same rule in plain Python: at each build, a day
 final at its as_of keeps its published values (the first build publishes
 everything) and is booked its truth minus what is already accounted for.
+
+The same timeline shows that the publication gate, with its default limits,
+never blocks normal operation on a schedule: days going from live to
+preliminary to final, late data, corrections and deletions. Its first five
+builds are what they would be under period_close restate (no final day
+changes before the sixth), and the last two change final days.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -29,7 +36,7 @@ import pytest
 
 from tests.pytest.conftest import Project
 from tests.pytest.reference import expected_daily_revenue
-from tests.pytest.store_timeline import FIRST_DAY, Store, build_times, order, store_lines
+from tests.pytest.store_timeline import EVENT_DAYS, FIRST_DAY, Store, build_times, order, store_lines
 from tests.pytest.test_late_arrival_sample import expected_status
 
 SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue +gold_rollup_revenue_causes"
@@ -147,6 +154,12 @@ def nonzero(rows: dict) -> dict:
     return {key: value for key, value in rows.items() if value[0] or value[1] or value[2]}
 
 
+def gate_checks(messages: list[str], model: str) -> list[dict[str, Any]]:
+    """The figures the publication gate logged for `model` in an invocation (empty when it did not run)."""
+    prefix = f"{model}: publication gate "
+    return [json.loads(m.split(" ", 4)[4]) for m in messages if m.startswith(prefix)]
+
+
 @pytest.fixture(scope="module")
 def adjusted(module_project: Project, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Runs the whole timeline; returns the reference and what the tables held after each build."""
@@ -179,8 +192,11 @@ def adjusted(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
                     (r.week_start_date, r.source_system): r
                     for r in store.project.table("gold", "gold_weekly_revenue").collect()
                 },
+                "gate_checks": gate_checks(store.project.messages, "gold_daily_revenue"),
             }
         )
+        if step == len(build_times()) - 1:
+            scheduled = {"gold": store.gold(), "expected": store.expected()}
     adjustments = store.project.table("gold", "gold_daily_revenue_adjustments").collect()
     monthly = store.project.table("gold", "gold_monthly_revenue").collect()
     return {
@@ -189,11 +205,31 @@ def adjusted(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
         "snapshots": snapshots,
         "adjustments": adjustments,
         "monthly": monthly,
+        "scheduled": scheduled,
     }
 
 
 def money(row: Any) -> Money:
     return (row.orders, row.gross_revenue, row.refunds)
+
+
+def test_scheduled_builds_never_block(adjusted: dict[str, Any]) -> None:
+    """Every build passed (the fixture fails otherwise), none was logged, and the
+    gate did judge changes: the schedule's builds publish the reference."""
+    snapshots = adjusted["snapshots"]
+    assert adjusted["store"].gate_log() == []
+    judged = sum(check["changed_groups"] for snapshot in snapshots for check in snapshot["gate_checks"])
+    assert judged > 20, "the gate judged too few changes for this test to mean anything"
+    assert {row.status for snapshot in snapshots for row in snapshot["daily"].values()} == {
+        "live",
+        "preliminary",
+        "final",
+    }
+    scheduled = adjusted["scheduled"]
+    assert scheduled["gold"] == scheduled["expected"]
+    last = snapshots[len(build_times()) - 1]["daily"]
+    statuses = {event_date: row.status for (event_date, _), row in last.items()}
+    assert [statuses[day(n).date()] for n in range(EVENT_DAYS)] == ["final"] + ["preliminary"] * 5
 
 
 def test_final_days_keep_their_numbers_and_changes_are_booked(adjusted: dict[str, Any]) -> None:
