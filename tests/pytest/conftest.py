@@ -67,7 +67,7 @@ class Project:
     project_dir: Path = ROOT
     # dbt's log messages (not debug) of the last invocation.
     messages: list[str] = field(default_factory=list)
-    # The target folder of the last invocation: its artifacts (run_results.json, manifest.json, ...).
+    # The target folder of the last invocation: its artifacts (change_manifest.json, ...; dbt's with write_json).
     artifacts: Path | None = None
 
     def parse_folder(self, target: str, vars: dict[str, Any] | None) -> Path:
@@ -94,10 +94,16 @@ class Project:
         vars: dict[str, Any] | None = None,
         expect_ok: bool = True,
         target: str | None = None,
+        write_json: bool = False,
     ) -> dbtRunnerResult:
         """dbt in-process; keeps dbt's non-debug log messages in ``messages``.
 
         With ``expect_ok``, a failure raises ``DbtRunError`` naming the failing nodes.
+        dbt's own JSON artifacts (manifest.json, run_results.json, sources.json)
+        are written only with ``write_json``, for a test that reads them: a
+        build writes the 1.7 MB manifest twice, about 0.2 s each. The
+        project's artifacts (change manifest, restatement digest) are
+        written either way.
         """
         target = target or self.target
         self.artifacts = self.parse_folder(target, vars)
@@ -113,6 +119,7 @@ class Project:
         try:
             return runner.invoke(
                 *args,
+                *([] if write_json else ["--no-write-json"]),
                 vars=vars,
                 callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
                 check=expect_ok,

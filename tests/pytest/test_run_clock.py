@@ -121,7 +121,7 @@ def test_a_new_as_of_keeps_dbt_partial_parse_and_reaches_the_python_models(proje
     --vars value would make dbt parse the whole project again."""
     first, second = "2024-03-01T06:00:00+00:00", "2024-03-02T06:00:00+00:00"
     project.dbt("parse", vars={"as_of": first})
-    project.dbt("parse", vars={"as_of": second})
+    project.dbt("parse", vars={"as_of": second}, write_json=True)
     assert not [m for m in project.messages if "Unable to do partial parsing" in m], project.messages
     manifest = json.loads((project.artifacts / "manifest.json").read_text())
     metas = {name: manifest["nodes"][f"model.latecomer.{name}"]["config"]["meta"]["as_of"]

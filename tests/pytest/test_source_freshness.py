@@ -58,7 +58,7 @@ def ingest_clock(frozen: datetime) -> Iterator[None]:
 
 def freshness(project: Project) -> dict[str, dict[str, Any]]:
     """Run `dbt source freshness` and return sources.json's results by source id."""
-    project.dbt("source", "freshness")
+    project.dbt("source", "freshness", write_json=True)
     results = json.loads((project.artifacts / "sources.json").read_text())["results"]
     return {result["unique_id"]: result for result in results}
 
