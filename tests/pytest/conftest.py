@@ -41,6 +41,7 @@ from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
 from python_jobs.core.spark_config import get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
 from tests.pytest import sample_build  # noqa: E402
+from tooling.bench.state import drop_schemas  # noqa: E402
 
 # Environment variables read by the profile or dbt_project.yml that tests
 # change between invocations: dbt parses the project again when one does.
@@ -151,18 +152,7 @@ class Project:
         return self.spark.sql(text.format(schema=self.schema)).collect()
 
     def drop(self) -> None:
-        catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
-        for (db,) in self.spark.sql("show databases").collect():
-            if db == self.schema or db.startswith(f"{self.schema}_"):
-                # Iceberg's catalog keeps the tables it loaded, and dropping
-                # the database does not tell it: without this, the next
-                # deployment in this schema would find the dropped tables.
-                namespace = self.spark.sparkContext._gateway.new_array(self.spark._jvm.String, 1)
-                namespace[0] = db
-                for table in catalog.listTables(namespace):
-                    if len(table.namespace()) == 1:  # not the session's temporary views, listed too
-                        catalog.invalidateTable(table)
-                self.spark.sql(f"drop database if exists {db} cascade")
+        drop_schemas(self.spark, self.schema)
 
 
 # The schema of a deployment is named by its fixture, not by its test: dbt

@@ -24,7 +24,20 @@ def schemas_of(spark: SparkSession, schema: str) -> list[str]:
 
 
 def drop_schemas(spark: SparkSession, schema: str) -> None:
+    """Drop the deployment's databases, and tell Iceberg's catalog.
+
+    The catalog keeps the tables it has loaded, and `drop database ... cascade`
+    does not tell it: a later deployment in the same schema would still find
+    the dropped tables. Each table is forgotten first (through Py4J, no Spark
+    statement); the session's temporary views, listed too, are skipped.
+    """
+    catalog = spark._jsparkSession.sessionState().catalogManager().catalog("spark_catalog")
     for db in schemas_of(spark, schema):
+        namespace = spark.sparkContext._gateway.new_array(spark._jvm.String, 1)
+        namespace[0] = db
+        for table in catalog.listTables(namespace):
+            if len(table.namespace()) == 1:
+                catalog.invalidateTable(table)
         spark.sql(f"drop database if exists {db} cascade")
 
 
