@@ -28,10 +28,10 @@ STATE_DIR = Path(os.environ.get("LATECOMER_TEST_STATE_DIR", ROOT / ".latecomer" 
 # Set before anything imports python_jobs.core.spark_config or starts Spark.
 os.environ["LATECOMER_STATE_DIR"] = str(STATE_DIR)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-# Two dbt threads, not the local profile's four: the embedded metastore's
-# DataNucleus has a race under concurrent queries (an Iceberg commit failed
-# with CommitStateUnknownException / NullPointerException in CI), and the
-# suite's small tables gain little from a third and fourth thread on 2 cores.
+# Two dbt threads, not the local profile's four: on 2 cores a warm build of
+# the sample took as long with four (docs/benchmark.md, "What is left"). The
+# embedded metastore's race under concurrent writes is held off by the
+# adapter's write lock whatever the count (adapter/.../locks.py).
 os.environ.setdefault("LATECOMER_THREADS", "2")
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
