@@ -207,7 +207,10 @@
 {% endmacro %}
 
 
-{#- The table's current version id, or none where the format has none to read. -#}
+{#- The table's current version id; 'absent' for a table not created yet
+    and 'empty' for an Iceberg table with no snapshot (a landing table
+    before its first file: a fingerprint then changes when rows land); none
+    where the format has none to read. -#}
 {% macro current_table_version(relation) %}
     {{ return(adapter.dispatch('current_table_version', 'latecomer')(relation)) }}
 {% endmacro %}
@@ -217,9 +220,15 @@
         {{ return(none) }}
     {%- endif -%}
     {%- set parts = (relation | string | replace('`', '')).split('.') -%}
-    {%- if adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) is none -%}
+    {%- set found = adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) -%}
+    {%- if found is none -%}
         {#- not created yet (a landing table before its first file) -#}
-        {{ return(none) }}
+        {{ return('absent') }}
     {%- endif -%}
-    {{ return(current_version(relation)) }}
+    {%- set version = current_version(relation) -%}
+    {%- if version is none and found.is_iceberg -%}
+        {#- an Iceberg table with no snapshot holds no row yet -#}
+        {{ return('empty') }}
+    {%- endif -%}
+    {{ return(version) }}
 {% endmacro %}

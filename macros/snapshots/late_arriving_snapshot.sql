@@ -17,7 +17,9 @@
 
     Each run recomputes the history and diffs it with what the snapshot
     holds (unless nothing landed since the last run: the post-hook
-    record_inputs_fingerprint keeps the versions of the tables read): new versions are inserted (recorded_at / recorded_run_at), versions
+    record_inputs_fingerprint keeps the versions of the tables read, and a
+    run that finds them unchanged stages, counts and merges nothing): new
+    versions are inserted (recorded_at / recorded_run_at), versions
     no longer in the history are kept but marked superseded (superseded_at /
     superseded_run_at, is_current false). Rows are never updated otherwise
     nor deleted, so the snapshot is bitemporal: the versions believed now are
@@ -172,6 +174,7 @@
     {%- if unchanged -%}
         {{ log(model.name ~ ': no customer change landed since the last run', info=true) }}
     {%- endif -%}
+    {%- do adapter.memo_set(snapshot_unchanged_key(target_relation), unchanged) -%}
     {%- set value_columns = [key] + strategy.check_cols
         + [columns.dbt_valid_from, columns.dbt_valid_to, 'is_current', 'version_key', columns.dbt_scd_id,
            'recorded_at', 'recorded_run_at'] -%}
@@ -235,8 +238,10 @@
         {{ return(spark__snapshot_merge_sql(target, source, insert_cols)) }}
     {%- endif -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
-    {%- set staged = stage_rows(source) -%}
-    {%- set changes = run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
+    {#- Inputs unchanged (snapshot_staging_table planned the rows as none):
+        nothing to stage or count either. -#}
+    {%- set staged = none if adapter.memo_get(snapshot_unchanged_key(target)) else stage_rows(source) -%}
+    {%- set changes = 0 if staged is none else run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
         {%- do nothing_written(target) -%}
         {{ return("select 'nothing to record' as late_arriving_snapshot") }}
@@ -254,4 +259,11 @@
         values ({% for column in insert_cols %}dbt_internal_source.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %})
     {%- endset -%}
     {{ return(merge) }}
+{%- endmacro %}
+
+
+{#- The memo key under which snapshot_staging_table tells snapshot_merge_sql
+    that the snapshot's inputs are unchanged since its last run. -#}
+{% macro snapshot_unchanged_key(relation) -%}
+    {{ return('snapshot_unchanged:' ~ relation) }}
 {%- endmacro %}
