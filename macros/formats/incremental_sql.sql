@@ -47,7 +47,9 @@
 {#- Called from an incremental model's SQL when its query has no row this
     run by construction (e.g. a booking model under a setting that books
     nothing): its append or merge then runs no query at all, and its data
-    tests pass without one (nothing_written). `reason` is logged. -#}
+    tests pass without one (nothing_written). `reason` is logged. The
+    late-arriving snapshot's staging says so too when its inputs are
+    unchanged (macros/snapshots/late_arriving_snapshot.sql). -#}
 {% macro writes_nothing(reason) -%}
     {%- if execute -%}
         {%- do adapter.memo_set(writes_nothing_key(), reason) -%}

@@ -173,8 +173,8 @@
     {%- set unchanged = fingerprint is not none and stored_inputs_fingerprint(target_relation) == fingerprint -%}
     {%- if unchanged -%}
         {{ log(model.name ~ ': no customer change landed since the last run', info=true) }}
+        {%- do writes_nothing('no customer change landed since the last run') -%}
     {%- endif -%}
-    {%- do adapter.memo_set(snapshot_unchanged_key(target_relation), unchanged) -%}
     {%- set value_columns = [key] + strategy.check_cols
         + [columns.dbt_valid_from, columns.dbt_valid_to, 'is_current', 'version_key', columns.dbt_scd_id,
            'recorded_at', 'recorded_run_at'] -%}
@@ -240,7 +240,7 @@
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
     {#- Inputs unchanged (snapshot_staging_table planned the rows as none):
         nothing to stage or count either. -#}
-    {%- set staged = none if adapter.memo_get(snapshot_unchanged_key(target)) else stage_rows(source) -%}
+    {%- set staged = none if adapter.memo_get(writes_nothing_key()) else stage_rows(source) -%}
     {%- set changes = 0 if staged is none else run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
         {%- do nothing_written(target) -%}
@@ -259,11 +259,4 @@
         values ({% for column in insert_cols %}dbt_internal_source.{{ column }}{% if not loop.last %}, {% endif %}{% endfor %})
     {%- endset -%}
     {{ return(merge) }}
-{%- endmacro %}
-
-
-{#- The memo key under which snapshot_staging_table tells snapshot_merge_sql
-    that the snapshot's inputs are unchanged since its last run. -#}
-{% macro snapshot_unchanged_key(relation) -%}
-    {{ return('snapshot_unchanged:' ~ relation) }}
 {%- endmacro %}
