@@ -41,9 +41,11 @@ class Session:
     def __init__(self) -> None:
         self.conf = Conf()
         self.statements: list[str] = []
+        self.bound: list[Any] = []
 
-    def sql(self, text: str) -> Frame:
+    def sql(self, text: str, args: Any = None) -> Frame:
         self.statements.append(text)
+        self.bound.append(args)
         if "missing_table" in text:
             raise AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table or view `missing_table` cannot be found.")
         return Frame(text)
@@ -64,6 +66,9 @@ def test_server_side_parameters_are_set_once_per_connection(session: Session) ->
         connection.cursor().execute("select 1")
     assert session.conf.sets == [("spark.sql.ansi.enabled", "false"), ("spark.sql.shuffle.partitions", "3")]
     assert session.statements == ["select 1"] * 3
+    # Nothing is bound on Spark's side: dbt's bindings are already in the
+    # text (an empty map, which PySpark passes on without a py4j lookup)
+    assert session.bound == [{}] * 3
 
 
 def test_statements_run_on_the_session_and_return_its_rows(session: Session) -> None:

@@ -82,7 +82,12 @@ class SessionCursor(session.Cursor):
         if parameters:
             sql = sql % parameters
         try:
-            self._df = self.spark.sql(sql)
+            # An empty dict of named parameters: PySpark 3.5 sends it as it is,
+            # where a missing ``args`` is first converted by ``jvm.PythonUtils``,
+            # a py4j name lookup that misses in two packages (two scans of every
+            # jar on the class path) before it finds the class. Spark parses
+            # the text the same way with no parameters.
+            self._df = self.spark.sql(sql, args={})
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc
 
