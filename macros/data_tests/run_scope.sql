@@ -132,7 +132,9 @@
 
 {#- A generic test whose relation holds nothing this build wrote has no rows
     to fail: it is answered without reading the table (a Spark query over a
-    table costs its metadata and planning even when it reads no file). -#}
+    table costs its metadata and planning even when it reads no file). The
+    test materialization (macros/materializations/test.sql) runs no statement
+    at all then; this answer serves a test that stores its failures. -#}
 {% macro latecomer__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
     {%- if adapter.memo_get(empty_scope_key()) -%}
         {{ log(model.name ~ ': nothing written this run in the tested table; passes without reading it') }}

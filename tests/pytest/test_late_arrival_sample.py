@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from dbt.adapters.latecomer.connections import SessionCursor
 
 from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project
 from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, expected_state
@@ -162,12 +163,43 @@ def test_precedence_rules(sample: Project) -> None:
     assert silver["w-1005"].event_date == date(2024, 1, 14)
 
 
-def test_second_build_changes_nothing(sample: Project) -> None:
+def record_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the session cursor sends to Spark from now on (this test only)."""
+    sent: list[str] = []
+    execute = SessionCursor.execute
+
+    def recording(cursor: SessionCursor, sql: str, *parameters: object) -> None:
+        sent.append(sql)
+        execute(cursor, sql, *parameters)
+
+    monkeypatch.setattr(SessionCursor, "execute", recording)
+    return sent
+
+
+def test_second_build_changes_nothing(sample: Project, monkeypatch: pytest.MonkeyPatch) -> None:
     before = table_versions(sample)
     audit_before = sample.table("audit", "late_arrival_audit").count()
-    sample.build(as_of=AS_OF, select=CORE)
+    sent = record_statements(monkeypatch)
+    result = sample.build(as_of=AS_OF, select=CORE)
     assert table_versions(sample) == before
     assert sample.table("audit", "late_arrival_audit").count() == audit_before
+
+    # Nothing was written, so the data tests of the build's tables have no
+    # row to read: they pass without a statement. Tests of views and
+    # sources (bronze, read through) and singular tests still query.
+    runs = {r.node.unique_id: r for r in result.result.results}
+    tables = {
+        unique_id
+        for unique_id, run in runs.items()
+        if run.node.resource_type == "snapshot"
+        or (run.node.resource_type == "model" and run.node.config.materialized != "view")
+    }
+    tests = {unique_id: run for unique_id, run in runs.items() if run.node.resource_type == "test"}
+    assert tests and all(run.status == "pass" for run in tests.values())
+    queried = {unique_id for unique_id in tests if any(f'"node_id": "{unique_id}"' in sql for sql in sent)}
+    of_tables = {unique_id for unique_id, run in tests.items() if getattr(run.node, "attached_node", None) in tables}
+    assert of_tables and not queried & of_tables
+    assert queried == set(tests) - of_tables
 
 
 def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjson) -> None:
