@@ -30,8 +30,9 @@
     {%- set test_scope = tested_node_meta(relation).get('test_scope') -%}
     {%- set scope = run_scope_predicate(test_scope, relation) -%}
     {%- if scope == 'false' -%}
-        {#- Nothing of the relation to test this run: latecomer__get_test_sql
-            answers without reading it. -#}
+        {#- Nothing of the relation to test this run: the test
+            materialization passes it with no statement (or, storing its
+            failures, latecomer__get_test_sql answers without reading it). -#}
         {%- do adapter.memo_set(empty_scope_key(), true) -%}
         {%- do predicates.append(scope) -%}
     {%- elif scope -%}

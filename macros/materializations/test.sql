@@ -3,8 +3,9 @@
     macros/data_tests/run_scope.sql) passes without a statement. Its query
     would read no row, and a Spark statement costs its planning and a job
     even then: in a build with nothing new, most of a build's data tests.
-    A test storing its failures runs as dbt's (get_test_sql then answers
-    without reading the relation). -#}
+    A test storing its failures runs as dbt's: it still creates its
+    failures table over the relation, and get_test_sql then answers
+    without reading it. -#}
 {%- materialization test, adapter='spark' -%}
     {%- if adapter.memo_get(empty_scope_key()) and not should_store_failures() -%}
         {{ log(model.name ~ ': nothing written this run in the tested table; passes without a query') }}
