@@ -33,13 +33,6 @@ Environment variables (all optional):
 ``LATECOMER_SHUFFLE_PARTITIONS``
     Shuffle partitions and default parallelism (default ``4``, for two local
     cores; raise it to a few times the cluster's executor cores).
-``LATECOMER_CODEGEN``
-    ``on`` (the default) or ``off``: whether Spark compiles Java code for the
-    expressions of each query (projections, filters, sort orders) or
-    evaluates them as they are (:data:`CODEGEN_OFF`). ``off`` is for stores of
-    a few thousand rows, where compiling a query's code costs more than
-    running it: the test suite sets it. Whole-stage code generation stays on
-    either way.
 ``LATECOMER_DELTA_JARS``
     A folder holding ``delta-spark_2.12`` and ``delta-storage`` jars, for the
     Delta format on machines that cannot reach Maven.
@@ -114,15 +107,6 @@ JVM_PROFILES = {
     "short": ("-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"),
     "server": (),
 }
-# LATECOMER_CODEGEN=off: Spark evaluates expressions without compiling Java
-# code for them (Janino compiling generated code was 17% of a test file's Java
-# samples; docs/benchmark.md, "Where a build's time goes"). Spark marks the
-# setting internal; it is the switch its own test suite uses to run the
-# interpreted path. Whole-stage code generation, which compiles one class per
-# stage, is left on: turning it off as well gained nothing more. Never for
-# data at scale, where compiled code pays for itself many times over.
-CODEGEN_MODES = ("on", "off")
-CODEGEN_OFF = {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
 COMMAND_PROFILES = ("job", "short")
 DELTA_VERSION = "3.3.2"
@@ -260,9 +244,6 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
         raise SparkConfigError(
             f"Unknown LATECOMER_JVM_PROFILE {jvm_profile!r}; choose one of {', '.join(JVM_PROFILES)}."
         )
-    codegen = os.environ.get("LATECOMER_CODEGEN") or "on"
-    if codegen not in CODEGEN_MODES:
-        raise SparkConfigError(f"Unknown LATECOMER_CODEGEN {codegen!r}; choose one of {', '.join(CODEGEN_MODES)}.")
     state = state_dir()
     warehouse = os.environ.get("LATECOMER_WAREHOUSE", str(state / "warehouse"))
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
@@ -303,8 +284,6 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
         **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},
     }
     conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
-    if codegen == "off":
-        conf.update(CODEGEN_OFF)
     if master.startswith("local") and FORKLESS_FS_JAR.exists():
         # Only the driver's class path holds the jar: on a cluster, executors
         # would not find the class.

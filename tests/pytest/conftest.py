@@ -33,12 +33,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # embedded metastore's race under concurrent writes is held off by the
 # adapter's write lock whatever the count (adapter/.../locks.py).
 os.environ.setdefault("LATECOMER_THREADS", "2")
-# Spark evaluates expressions instead of compiling code for each query: the
-# suite's stores are a few hundred rows (python_jobs/core/spark_config.py,
-# LATECOMER_CODEGEN). The subprocesses the suite starts inherit it, except the
-# cluster build, which runs Spark's default and is compared with the local
-# build row by row (test_cluster.py).
-os.environ.setdefault("LATECOMER_CODEGEN", "off")
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402

@@ -22,9 +22,6 @@ What is checked:
 - the answers equal the local build's: the cluster build's tables, row by row
   (run-specific columns left out, see ``sample_build.is_run_specific``), equal
   conftest's ``built_sample``, the same sample built on the ``local`` target.
-  The cluster build compiles its expressions, as Spark does by default; the
-  suite's local builds evaluate them (``LATECOMER_CODEGEN=off``, conftest), so
-  this also holds the two ways of evaluating to the same answers.
 """
 
 from __future__ import annotations
@@ -229,10 +226,8 @@ def cluster_build(standalone: Standalone, tmp_path_factory: pytest.TempPathFacto
         "LATECOMER_EXECUTOR_MEMORY": "1g",
         "LATECOMER_EXECUTOR_CORES": "1",
     }
-    # The embedded metastore, Iceberg, the sample's settings, Spark's compiled
-    # expressions (the suite turns them off): nothing else from the caller.
+    # The embedded metastore, Iceberg, the sample's settings: nothing else from the caller.
     for name in (
-        "LATECOMER_CODEGEN",
         "LATECOMER_METASTORE_URI",
         "LATECOMER_TABLE_FORMAT",
         "LATECOMER_SHUFFLE_PARTITIONS",

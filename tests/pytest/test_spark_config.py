@@ -1,4 +1,4 @@
-"""Driver JVM options by how long the process lives (spark_config.JVM_PROFILES), code generation, local files."""
+"""The driver JVM's options by how long its process lives (spark_config.JVM_PROFILES), and its local file system."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import os
 import re
 import stat
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -52,54 +51,6 @@ def test_the_session_jvm_runs_with_its_profile(spark: SparkSession) -> None:
     arguments = list(runtime.getInputArguments())
     for option in spark_config.JVM_PROFILES[profile]:
         assert option in arguments
-
-
-def test_codegen_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("LATECOMER_CODEGEN", raising=False)
-    assert "spark.sql.codegen.factoryMode" not in spark_config.spark_conf("iceberg")
-    monkeypatch.setenv("LATECOMER_CODEGEN", "off")
-    assert spark_config.spark_conf("iceberg")["spark.sql.codegen.factoryMode"] == "NO_CODEGEN"
-    monkeypatch.setenv("LATECOMER_CODEGEN", "interpreted")
-    with pytest.raises(spark_config.SparkConfigError, match="'interpreted'; choose one of on, off"):
-        spark_config.spark_conf("iceberg")
-
-
-def compilations(spark: SparkSession) -> int:
-    """Classes Janino has compiled in this JVM (Spark's codegen metrics)."""
-    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
-    return metrics.METRIC_COMPILATION_TIME().getCount()
-
-
-def test_codegen_off_compiles_no_code_for_expressions(spark: SparkSession) -> None:
-    """Under CODEGEN_OFF a query's filter and projection compile nothing; under Spark's default they do.
-
-    Whole-stage code generation, which compiles one class per stage in both
-    modes, is off while this runs, so that only the expressions are counted.
-    Each query has literals of its own, so no compiled class can be reused.
-    """
-    keys = ["spark.sql.codegen.wholeStage", *spark_config.CODEGEN_OFF]
-    saved = {key: spark.conf.get(key, None) for key in keys}
-    spark.conf.set("spark.sql.codegen.wholeStage", "false")
-    compiled = {}
-    try:
-        for mode, nonce in (("off", time.time_ns() % 1_000_003), ("on", time.time_ns() % 1_000_003 + 1)):
-            for key, value in spark_config.CODEGEN_OFF.items():
-                if mode == "off":
-                    spark.conf.set(key, value)
-                else:
-                    spark.conf.unset(key)
-            before = compilations(spark)
-            rows = spark.sql(f"select id * {nonce} + 1 as x from range(20) where id % 7 <> {nonce % 7}").collect()
-            compiled[mode] = compilations(spark) - before
-            assert sorted(row.x for row in rows) == [i * nonce + 1 for i in range(20) if i % 7 != nonce % 7]
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-    assert compiled["off"] == 0, compiled
-    assert compiled["on"] > 0, compiled
 
 
 def test_local_masters_take_the_forkless_file_system_and_clusters_do_not(
