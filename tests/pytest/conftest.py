@@ -48,23 +48,10 @@ from tooling.bench.state import drop_schemas  # noqa: E402
 PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT", "LATECOMER_THREADS")
 
 
-# The suite's session evaluates expressions instead of compiling Java code for
-# each query: its stores are a few hundred rows, where compiling costs more
-# than running (test files took 8 to 11% less; docs/benchmark.md, "Expressions
-# evaluated instead of compiled"). Spark marks the setting internal; its own
-# tests use it for the interpreted path. Not a product setting: PySpark's
-# ``spark.catalog.listTables`` fails under it. The processes the suite starts
-# (the cluster build, the Thrift server, the fault drills, the benchmark's
-# smoke run) keep Spark's default, and the cluster test compares its tables
-# with this session's build row by row, the two paths against each other.
-INTERPRETED_EXPRESSIONS = ("spark.sql.codegen.factoryMode", "NO_CODEGEN")
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     session = get_spark("iceberg")
-    session.conf.set(*INTERPRETED_EXPRESSIONS)
     yield session
     session.stop()
     shutil.rmtree(STATE_DIR, ignore_errors=True)

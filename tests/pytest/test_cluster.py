@@ -22,9 +22,6 @@ What is checked:
 - the answers equal the local build's: the cluster build's tables, row by row
   (run-specific columns left out, see ``sample_build.is_run_specific``), equal
   conftest's ``built_sample``, the same sample built on the ``local`` target.
-  The cluster build compiles its expressions, as Spark does by default; the
-  suite's own session evaluates them (conftest, ``INTERPRETED_EXPRESSIONS``),
-  so this also holds the two ways of evaluating to the same answers.
 """
 
 from __future__ import annotations
