@@ -17,6 +17,7 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endif -%}
+    {%- call statement('ensure_steward_decisions') -%}
     create table if not exists {{ bronze_schema }}.steward_decisions (
         decision_id string,
         bronze_row_id string,
@@ -26,6 +27,19 @@
         decided_at timestamp
     ) using {{ target.table_format }}
     comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.landing.steward)'
+    {%- endcall -%}
+    {%- call statement('ensure_hold_decisions') -%}
+    create table if not exists {{ hold_decisions_relation() }} (
+        decision_id string,
+        hold_id string,
+        decision string,
+        reason string,
+        actor string,
+        decided_at timestamp
+    ) using {{ target.table_format }}
+    comment 'Append-only log of publication hold approve/reject decisions (python -m python_jobs.landing.steward holds)'
+    {%- endcall -%}
+    {{ return('') }}
 {% endmacro %}
 
 {#- on-run-start: the append-only audit logs written by macros rather than
@@ -75,6 +89,31 @@
         comment 'Append-only change manifest: every gold row a run published or restated, before and after'
         {%- if target.table_format == 'iceberg' %}
         {#- published with the gold rows it describes (staged_publication.sql) #}
+        tblproperties ('write.wap.enabled' = 'true')
+        {%- endif %}
+    {%- endcall -%}
+    {%- call statement('ensure_hold_log') -%}
+        create table if not exists {{ hold_log_relation() }} (
+            logged_run_at timestamp,
+            judged_at timestamp,
+            model string,
+            relation string,
+            hold_id string,
+            partition_value string,
+            event string,
+            group_values string,
+            checks_fired string,
+            breaches string,
+            published_values string,
+            pending_values string,
+            reasons string,
+            resolution_reason string,
+            actor string,
+            invocation_id string
+        ) using {{ target.table_format }}
+        comment 'Append-only log of publication holds: held, judged again, cleared, approved, rejected, overridden'
+        {%- if target.table_format == 'iceberg' %}
+        {#- published with the gold rows it keeps back (staged_publication.sql) #}
         tblproperties ('write.wap.enabled' = 'true')
         {%- endif %}
     {%- endcall -%}

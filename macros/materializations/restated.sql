@@ -17,7 +17,12 @@
     4. contract  with contract.enforced, the staged columns and their types
                  must be the ones the model's YAML declares (assert_restated_contract;
                  on a first build dbt-spark's create_table_as asserts it);
-       gate      judge the change (publication_gate) before anything is written;
+       gate      the judge (the model with a publication_gate) judges the
+                 change (publication_gate) and resolves its open holds, even
+                 with no row to write; a follower (a model reading
+                 publication_holds) takes the judge's open holds;
+       holds     the rows of held partitions are left out of the write: they
+                 stay as published (macros/publication/holds.sql);
     5. merge     by unique_key, on the run branch when the model has
                  meta.staged_publication (published with the run's other gold
                  tables at its end: macros/publication/staged_publication.sql);
@@ -26,7 +31,8 @@
                  change manifest (record_change_manifest).
     late_arrival_audit then reads what was written (restatement_after_final).
 
-    Config: unique_key (list), partition_by, publication_gate
+    Config: unique_key (list), partition_by (or restated_partition, the
+    column of its partitions when the table is not partitioned), publication_gate
     ({'measure': column[, 'count': column][, 'by': column][, 'partition':
     column]}; partition defaults to the first partition_by column; see
     macros/publication/gate.sql). -#}
@@ -60,6 +66,32 @@
 
     {#- 3. count -#}
     {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
+    {%- set columns = none -%}
+
+    {#- 4. contract, gate and holds: the judge judges (and resolves its open
+        holds even when it has nothing to write); a follower leaves out the
+        judge's open holds (macros/publication/holds.sql). -#}
+    {%- set held = [] -%}
+    {%- if not rebuild -%}
+        {%- set judge_holds = open_holds() if layout['measure'] else none -%}
+        {%- if row_count > 0 or (judge_holds is not none and judge_holds.rows | length > 0) -%}
+            {%- set columns = restated_table_columns(restated) -%}
+            {%- do check_restated_columns(columns, existing_relation) -%}
+            {%- do assert_restated_contract(restated, columns) -%}
+            {%- if judge_holds is not none -%}
+                {%- set held = publication_gate(restated, target_relation, layout, judge_holds) -%}
+            {%- elif follows_holds() -%}
+                {%- set held = followed_holds() -%}
+            {%- endif -%}
+        {%- endif -%}
+        {%- if held and row_count > 0 -%}
+            {%- set restated = publishable_rows(restated, layout['partition'], held) -%}
+            {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
+            {{ log(model.name ~ ': ' ~ held | length ~ ' held partition(s) left as published: ' ~ held | join(', '),
+                info=true) }}
+        {%- endif -%}
+    {%- endif -%}
+
     {%- if row_count == 0 and not rebuild -%}
         {{ log(model.name ~ ': nothing to restate, ' ~ target_relation ~ ' left unchanged', info=true) }}
         {%- do nothing_written(target_relation) -%}
@@ -67,13 +99,7 @@
             select 'nothing to restate' as status
         {%- endcall -%}
     {%- else -%}
-        {%- set columns = restated_table_columns(restated) -%}
-        {%- if not rebuild -%}
-            {%- do check_restated_columns(columns, existing_relation) -%}
-            {#- 4. contract, gate -#}
-            {%- do assert_restated_contract(restated, columns) -%}
-            {%- do publication_gate(restated, target_relation, layout) -%}
-        {%- endif -%}
+        {%- set columns = columns or restated_table_columns(restated) -%}
         {#- 5. merge -#}
         {{ log(model.name ~ ': ' ~ ('create' if rebuild else 'merge') ~ ' of ' ~ row_count ~ ' row(s) into '
             ~ target_relation, info=true) }}
@@ -138,10 +164,10 @@
 {% macro restated_layout() %}
     {%- set keys = config.get('unique_key') -%}
     {%- set gate = config.get('publication_gate') or {} -%}
-    {%- set partition = gate.get('partition') or config.get('partition_by') -%}
+    {%- set partition = config.get('restated_partition') or gate.get('partition') or config.get('partition_by') -%}
     {%- if not keys or not partition -%}
         {{ exceptions.raise_compiler_error(model.name ~ ": a restated model needs config unique_key and "
-            ~ "partition_by (or publication_gate.partition)") }}
+            ~ "partition_by (or restated_partition)") }}
     {%- endif -%}
     {{ return({
         'keys': [keys] if keys is string else keys,

@@ -91,7 +91,13 @@
     {%- endif -%}
     {%- set table = run_query("select * from " ~ manifest_relation() ~ " where invocation_id = '" ~ invocation_id
         ~ "' order by model, partition_value, row_key") -%}
-    {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
+    {%- set holds = run_holds() -%}
+    {%- if table.rows | length == 0 -%}
+        {%- if holds is not none and holds.rows | length > 0 -%}
+            {%- do write_restatement_digest(table, holds, as_of_given() or run_started_at) -%}
+        {%- endif -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- set rows = [] -%}
     {%- set models = {} -%}
     {%- for row in table.rows -%}
@@ -118,8 +124,14 @@
     {%- do adapter.write_json_artifact('change_manifests/' ~ invocation_id ~ '.json', manifest) -%}
     {%- set path = adapter.write_json_artifact('change_manifest.json', manifest) -%}
     {{ log('Change manifest: ' ~ rows | length ~ ' gold row(s) in ' ~ models | length ~ ' model(s) -> ' ~ path, info=true) }}
-    {%- set digest = adapter.restatement_digest(table, invocation_id, first['as_of'] | string) -%}
-    {{ log('Restatement digest: ' ~ digest.periods ~ ' published period(s) restated -> ' ~ digest.path
-        ~ '; webhook ' ~ digest.webhook, info=true) }}
+    {%- do write_restatement_digest(table, holds, first['as_of']) -%}
     {{ return('') }}
+{% endmacro %}
+
+{#- The run's restatement digest (python_jobs/core/digest.py), from its
+    manifest rows and its publication holds. -#}
+{% macro write_restatement_digest(manifest_rows, holds, as_of) %}
+    {%- set digest = adapter.restatement_digest(manifest_rows, invocation_id, as_of | string, holds) -%}
+    {{ log('Restatement digest: ' ~ digest.periods ~ ' published period(s) restated, ' ~ digest.holds
+        ~ ' partition(s) held -> ' ~ digest.path ~ '; webhook ' ~ digest.webhook, info=true) }}
 {% endmacro %}

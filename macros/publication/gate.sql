@@ -1,7 +1,7 @@
 {#- Validation gate before a restated gold model is published.
 
     Step 4 of the restated materialization, with the staged rows about to be
-    merged. Models opt in with
+    merged. The judge (gold_daily_revenue) opts in with
     config(publication_gate={'measure': '<column>'[, 'count': '<column>']
                              [, 'by': '<column>'][, 'partition': '<column>']})
     (partition defaults to the first partition_by column). The SQL below
@@ -9,20 +9,19 @@
     count, the least settled status) and what the staged rows change (the
     measure, the count, rows added, rows restated, and every reason their
     partition was recomputed for). The arithmetic, the checks and their
-    wording are python_jobs/core/gate.py (adapter.publication_gate_judgement):
-    live and preliminary partitions may fill in as their sources' lateness
-    predicts; final ones may not change; a fall in events needs a deletion or
-    correction behind it; a value per event far above the group's own history
-    is an outlier. Thresholds come from var publication_gate.
+    wording are python_jobs/core/gate.py, and what they do to the model's
+    holds python_jobs/core/holds.py (adapter.publication_gate_holds): what
+    the watermark tiers admit publishes; a partition that breaches is held
+    (macros/publication/holds.sql), and everything else publishes.
+    Thresholds come from var publication_gate.
 
-    A breach is logged to <schema>_audit.publication_gate_log and fails the
-    model before anything is written, so the previous version stays visible,
-    unless var publication_gate_override gives a reason: the write then goes
-    ahead and the override is logged (late_arrival_audit action
-    publication_gate). -#}
-{% macro publication_gate(restated, target, layout) %}
+    Breaches are also logged to <schema>_audit.publication_gate_log (decision
+    held, or overridden when var publication_gate_override gives a reason:
+    the run then publishes what it would hold, audited as action
+    publication_gate). Returns the partitions to leave as published. -#}
+{% macro publication_gate(restated, target, layout, open_holds) %}
     {%- set measure = layout['measure'] -%}
-    {%- if not measure or not execute -%}{{ return(none) }}{%- endif -%}
+    {%- if not measure or not execute -%}{{ return([]) }}{%- endif -%}
     {%- set partition = layout['partition'] -%}
     {%- set group = layout['by'] or 'cast(null as string)' -%}
     {%- set count = layout['count'] -%}
@@ -76,18 +75,19 @@
             on published_groups.partition_value <=> incoming_groups.partition_value
             and published_groups.group_value <=> incoming_groups.group_value
     {%- endset -%}
-    {%- set judgement = adapter.publication_gate_judgement(
-        run_query(figures_sql), measure, var('publication_gate'), model.name, count) -%}
-    {%- if judgement.error -%}{{ exceptions.raise_compiler_error(judgement.error) }}{%- endif -%}
-    {{ log(model.name ~ ': publication gate ' ~ ('passed' if judgement.passed else 'breached') ~ ' '
-        ~ tojson(judgement.checks), info=true) }}
-    {%- if judgement.passed -%}{{ return(none) }}{%- endif -%}
     {%- set override = var('publication_gate_override', none) -%}
-    {%- do log_gate_decision(target, 'overridden' if override else 'blocked', judgement.checks, judgement.summary, override) -%}
-    {%- if not override -%}
-        {{ exceptions.raise_compiler_error(judgement.blocked_message) }}
+    {%- set judgement = adapter.publication_gate_holds(
+        run_query(figures_sql), open_holds, measure, var('publication_gate'), model.name, count,
+        override=override, actor=var('actor')) -%}
+    {%- if judgement.error -%}{{ exceptions.raise_compiler_error(judgement.error) }}{%- endif -%}
+    {{ log(model.name ~ ': publication gate ' ~ ('passed' if not judgement.breaches else 'breached') ~ ' '
+        ~ tojson(judgement.checks), info=true) }}
+    {%- if judgement.breaches -%}
+        {%- do log_gate_decision(target, 'overridden' if override else 'held', judgement.checks, judgement.summary,
+                                 override) -%}
     {%- endif -%}
-    {{ log(model.name ~ ': publication gate overridden: ' ~ override, info=true) }}
+    {%- do log_hold_events(target, judgement.events) -%}
+    {{ return(judgement.held_partitions) }}
 {% endmacro %}
 
 {#- The gate's append-only decision log (created by ensure_audit_tables, an

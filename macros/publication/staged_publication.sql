@@ -108,6 +108,7 @@
     {%- if finish_staged_publication(results) -%}
         {%- do write_change_manifest() -%}
     {%- endif -%}
+    {%- do report_publication_holds() -%}
     {{ return('') }}
 {% endmacro %}
 

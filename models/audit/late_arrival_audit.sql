@@ -1,6 +1,7 @@
 {#- Append-only audit of every late merge, correction, deletion, quarantine,
     quarantine release, backfill, replay, dimension change, publication gate
-    decision and table restore, written in the run that made it (or, for a decision that
+    decision, publication hold (held, cleared, approved, rejected, overridden)
+    and table restore, written in the run that made it (or, for a decision that
     blocked this model's inputs, in the next run that builds it);
     never rebuilt (full_refresh: false). A run with nothing new adds no row. -#}
 {{ config(partition_by=['recorded_date']) }}
@@ -31,6 +32,11 @@ dimension_changes as (
 gate_decisions as (
     select * from {{ source('audit_logs', 'publication_gate_log') }}
     where logged_run_at > {{ hwm }}
+),
+
+hold_events as (
+    select * from {{ source('audit_logs', 'publication_hold_log') }}
+    where logged_run_at > {{ hwm }} and event != 'judged'
 ),
 
 restores as (
@@ -153,6 +159,25 @@ gate_records as (
     from gate_decisions
 ),
 
+hold_records as (
+    select
+        'publication_hold' as action,
+        hold_id as event_id,
+        group_values as source_system,
+        published_values as before_values,
+        pending_values as after_values,
+        concat(
+            event, coalesce(concat(' by ', actor), ''), ': ', coalesce(resolution_reason, breaches, ''),
+            ' (', model, ')'
+        ) as reason,
+        cast(null as timestamp) as event_ts,
+        cast(null as timestamp) as arrival_ts,
+        array(partition_value) as impacted_partitions,
+        cast(null as string) as bronze_row_id,
+        logged_run_at as source_run_at
+    from hold_events
+),
+
 restore_records as (
     select
         'table_restore' as action,
@@ -175,6 +200,8 @@ unioned as (
     select * from dimension_records
     union all
     select * from gate_records
+    union all
+    select * from hold_records
     union all
     select * from restore_records
     union all

@@ -1,6 +1,8 @@
 {#- Revenue per event date and source. Only the event-date partitions whose
     silver rows changed since this model's last run are recomputed; see the
-    restate macro for versioning, restatement and status. -#}
+    restate macro for versioning, restatement and status. It is the judge of
+    the publication gate: the dates it holds stay as published here and in
+    every model that follows its holds (macros/publication/holds.sql). -#}
 {{ config(
     materialized='restated',
     unique_key=['event_date', 'source_system'],
@@ -14,7 +16,7 @@ with changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes') }}
+    {{ changed_partitions('changes', holds=judged_hold_state()) }}
 ),
 
 silver_events as (

@@ -3,7 +3,6 @@
     materialized='restated',
     unique_key=['event_date', 'event_hour', 'source_system'],
     partition_by=month_partitions('event_date'),
-    publication_gate={'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system'},
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 
@@ -12,7 +11,7 @@ with changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes') }}
+    {{ changed_partitions('changes', holds=ref('publication_holds')) }}
 ),
 
 silver_events as (

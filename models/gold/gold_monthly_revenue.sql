@@ -2,7 +2,7 @@
 {{ config(
     materialized='restated',
     unique_key=['month_start_date', 'source_system'],
-    publication_gate={'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system', 'partition': 'month_start_date'},
+    restated_partition='month_start_date',
     meta={'test_scope': {'partition': 'month_start_date', 'run_column': 'changed_run_at'}},
 ) }}
 

@@ -2,8 +2,7 @@
 {{ config(
     materialized='restated',
     unique_key=['quarter_start_date', 'source_system'],
-    publication_gate={
-        'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system', 'partition': 'quarter_start_date'},
+    restated_partition='quarter_start_date',
     meta={'test_scope': {'partition': 'quarter_start_date', 'run_column': 'changed_run_at'}},
 ) }}
 

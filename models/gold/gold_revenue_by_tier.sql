@@ -9,7 +9,6 @@
     materialized='restated',
     unique_key=['event_date', 'tier', 'region'],
     partition_by=month_partitions('event_date'),
-    publication_gate={'measure': 'net_revenue', 'count': 'orders'},
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 
@@ -42,7 +41,7 @@ changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes') }}
+    {{ changed_partitions('changes', holds=ref('publication_holds')) }}
 ),
 
 silver_events as (

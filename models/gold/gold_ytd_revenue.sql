@@ -3,8 +3,7 @@
 {{ config(
     materialized='restated',
     unique_key=['year_start_date', 'source_system'],
-    publication_gate={
-        'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system', 'partition': 'year_start_date'},
+    restated_partition='year_start_date',
     meta={'test_scope': {'partition': 'year_start_date', 'run_column': 'changed_run_at'}},
 ) }}
 

@@ -313,7 +313,7 @@ compared as (
         and batch_winners.source_system = existing.source_system
 ),
 
-final as (
+merged_batch as (
     select
         resolved_event_id as event_id,
         source_system,
@@ -365,6 +365,50 @@ final as (
         and new_versions <=> old_version_count
         and batch_first_arrival_ts <=> old_first_arrival_ts
     )
+),
+
+{% if window %}
+{#- A key of the window whose every arrival is now rejected (the arrivals
+    behind a rejected publication hold, or rows a steward rejected) has no
+    row in the batch: it leaves silver as a deletion by the replay, with no
+    version left to count. #}
+orphaned as (
+    select current_rows.*
+    from {{ this }} as current_rows
+    left anti join batch_winners
+        on current_rows.event_id = batch_winners.resolved_event_id
+        and current_rows.source_system = batch_winners.source_system
+    where
+        current_rows.event_date between date'{{ window.start }}' and date'{{ window.end }}'
+        and not current_rows.is_deleted
+),
+{% endif %}
+
+final as (
+    select * from merged_batch
+    {%- if window %}
+    union all
+    select
+        event_id,
+        source_system,
+        {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
+                           'precedence', 'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
+                           'lateness_seconds', 'watermark_tier'] %}
+        {{ column }},
+        {%- endfor %}
+        true as is_deleted,
+        first_arrival_ts,
+        cast(0 as bigint) as version_count,
+        {%- for column in capture_columns %}
+        {{ column }} as previous_{{ column }},
+        {%- endfor %}
+        {{ sql_string(backfill_mode()) }} as last_action,
+        {{ backfill_reason_sql() }} as change_reason,
+        {{ as_of_ts() }} as processed_at,
+        {{ run_ts() }} as changed_run_at,
+        '{{ invocation_id }}' as invocation_id
+    from orphaned
+    {%- endif %}
 )
 
 select * from final

@@ -58,7 +58,7 @@ status_changes as (
         actor as decided_by,
         decided_at
     from decisions
-    {%- if window %}
+    {%- if window and var('backfill_releases_quarantine', true) %}
     union all
     select
         existing.bronze_row_id,
@@ -99,8 +99,42 @@ decided as (
 ),
 {% endif %}
 
+{#- A rejected publication hold (python -m python_jobs.landing.steward holds
+    reject) rejects the arrivals behind the held change: rows that had gone
+    to silver come here as rejected, and the replay the steward runs next
+    rebuilds their dates without them. #}
+rejected_from_silver as (
+    select
+        ledger.bronze_row_id,
+        ledger.ingestion_id,
+        ledger.source_system,
+        ledger.event_id,
+        ledger.event_key,
+        ledger.event_type,
+        ledger.event_ts,
+        ledger.event_date,
+        ledger.arrival_ts,
+        ledger.lateness_seconds,
+        'publication_hold_rejected' as quarantine_reason,
+        ledger.raw_payload,
+        {{ as_of_ts() }} as first_seen_at,
+        'rejected' as status,
+        decisions.reason as decision_reason,
+        decisions.actor as decided_by,
+        decisions.decided_at
+    from decisions
+    inner join {{ ref('silver_event_arrivals') }} as ledger
+        on decisions.bronze_row_id = ledger.bronze_row_id
+    {%- if is_incremental() %}
+    left anti join existing on decisions.bronze_row_id = existing.bronze_row_id
+    {%- endif %}
+    where decisions.decision = 'reject' and ledger.route = 'silver'
+),
+
 changed as (
     select * from newly_quarantined
+    union all
+    select * from rejected_from_silver
     {% if is_incremental() %}
     union all
     select * from decided

@@ -15,6 +15,11 @@ did not write did not change, so the delta is the period's), and its causes
 are the rows' restatement reasons, most frequent first. Rows new to the
 period count in after and in the causes; rows whose status alone moved count
 nowhere.
+
+The digest also lists the run's publication holds (python_jobs/core/holds.py):
+the partitions still held after it, with the checks that fired and the
+command that decides them, and the holds it closed (cleared, approved,
+rejected, overridden).
 """
 
 from __future__ import annotations
@@ -49,10 +54,43 @@ class RestatedPeriod:
 
 
 @dataclass(frozen=True)
+class HoldLine:
+    """A publication hold as the digest shows it."""
+
+    hold_id: str
+    model: str
+    partition: str
+    state: str  # open, or how this run closed it
+    groups: str
+    checks: str
+    breaches: str
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> HoldLine:
+        return cls(
+            hold_id=str(row["hold_id"]),
+            model=str(row["model"]),
+            partition=str(row["partition_value"]),
+            state=str(row["state"]),
+            groups=str(row.get("group_values") or ""),
+            checks=str(row.get("checks_fired") or ""),
+            breaches=str(row.get("breaches") or row.get("resolution_reason") or ""),
+        )
+
+
+DECIDE_HOLDS = "python -m python_jobs.landing.steward holds"
+
+
+@dataclass(frozen=True)
 class Digest:
     invocation_id: str
     as_of: str | None
     periods: tuple[RestatedPeriod, ...] = field(default_factory=tuple)
+    holds: tuple[HoldLine, ...] = field(default_factory=tuple)
+
+    @property
+    def open_holds(self) -> tuple[HoldLine, ...]:
+        return tuple(hold for hold in self.holds if hold.state == "open")
 
 
 def _values(text: Any) -> dict[str, Any]:
@@ -67,9 +105,14 @@ def _decimal(value: Any) -> Decimal:
 
 
 def digest_of(
-    rows: Iterable[Mapping[str, Any]], invocation_id: str, as_of: str | None, measures: Sequence[str] = MEASURES
+    rows: Iterable[Mapping[str, Any]],
+    invocation_id: str,
+    as_of: str | None,
+    measures: Sequence[str] = MEASURES,
+    holds: Iterable[Mapping[str, Any]] = (),
 ) -> Digest:
-    """The periods ``rows`` (change manifest rows of one run) restated, by model then period."""
+    """The periods ``rows`` (change manifest rows of one run) restated, by model then period,
+    and ``holds`` (publication_holds rows: open, or closed by the run)."""
     by_period: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
         by_period[(str(row["model"]), str(row["partition_value"]))].append(row)
@@ -97,7 +140,8 @@ def digest_of(
                 causes=tuple(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
             )
         )
-    return Digest(invocation_id=invocation_id, as_of=as_of, periods=tuple(periods))
+    held = tuple(sorted((HoldLine.from_mapping(row) for row in holds), key=lambda h: (h.state != "open", h.partition)))
+    return Digest(invocation_id=invocation_id, as_of=as_of, periods=tuple(periods), holds=held)
 
 
 def _signed(value: Decimal) -> str:
@@ -122,6 +166,20 @@ def as_json(digest: Digest) -> dict[str, Any]:
             }
             for period in digest.periods
         ],
+        "open_holds": len(digest.open_holds),
+        "holds": [
+            {
+                "hold_id": hold.hold_id,
+                "model": hold.model,
+                "partition": hold.partition,
+                "state": hold.state,
+                "groups": hold.groups,
+                "checks": hold.checks,
+                "detail": hold.breaches,
+            }
+            for hold in digest.holds
+        ],
+        "decide_holds_with": DECIDE_HOLDS if digest.open_holds else None,
     }
 
 
@@ -129,7 +187,7 @@ def as_markdown(digest: Digest, measure: str = "net_revenue", top: int = 3) -> s
     """One table row per restated period: its measure before, after and delta, and its top causes."""
     lines = [f"# Restatement digest: run {digest.invocation_id}, as of {digest.as_of}", ""]
     if not digest.periods:
-        return "\n".join([*lines, "No published period was restated.", ""])
+        return "\n".join([*lines, "No published period was restated.", "", *_holds_markdown(digest)])
     lines += [
         f"{len(digest.periods)} published period(s) restated. Figures are over the rows the run wrote.",
         "",
@@ -142,7 +200,30 @@ def as_markdown(digest: Digest, measure: str = "net_revenue", top: int = 3) -> s
         lines.append(
             f"| {period.model} | {period.period} | {before} | {after} | {_signed(after - before)} | {causes} |"
         )
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, "", *_holds_markdown(digest)])
+
+
+def _holds_markdown(digest: Digest) -> list[str]:
+    """The holds section: none when the run neither kept nor closed a hold."""
+    if not digest.holds:
+        return []
+    lines = [
+        f"## Publication holds: {len(digest.open_holds)} open",
+        "",
+        "Held partitions stay as published in every gold model that restates them.",
+        "",
+        "| hold | model | partition | state | sources | checks | detail |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for hold in digest.holds:
+        detail = hold.breaches.replace("|", "\\|")
+        lines.append(
+            f"| {hold.hold_id} | {hold.model} | {hold.partition} | {hold.state} | {hold.groups} | {hold.checks} "
+            f"| {detail} |"
+        )
+    if digest.open_holds:
+        lines += ["", f"Decide with `{DECIDE_HOLDS}` (approve or reject, with a reason)."]
+    return [*lines, ""]
 
 
 def deliver(url: str, payload: Mapping[str, Any], timeout: float = 10.0) -> str | None:

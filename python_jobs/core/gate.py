@@ -7,26 +7,33 @@ figures and those the rows about to be merged leave (``GroupFigures``), and the
 adapter's ``publication_gate_judgement`` passes them here with the
 ``publication_gate`` var (``GateLimits``).
 
-Live and preliminary partitions are expected to change: they fill in as late
-events arrive. A final partition is expected to stay as published. So the
-gate judges each changed group against what its partition's status makes
-normal, and the table as a whole on its final partitions only.
+Every partition is expected to change as long as the watermark tiers admit
+events for it: live ones fill in, closed ones (preliminary and final) still
+take their sources' late tail, corrections and deletions. What no tier
+explains is a breach: a closed partition's events jumping far beyond that
+tail (a day sent twice), a fall in events with no deletion or correction
+behind it, a value per event far above the group's own history. A breach
+does not stop the build: the partitions it names are *held*
+(``python_jobs/core/holds.py``): their published rows stay as they are until
+their figures return to normal or a steward decides, and everything else
+publishes.
 
 Per group of a published partition (``count`` is the gate's event count,
 e.g. ``orders``; a limit set to null turns its check off):
 
-    final_change       a partition published as final changes its measure or
-                       count by more than ``max_final_change`` (relative; 0:
-                       any change), unless every reason it was recomputed for
-                       is in ``final_change_reasons`` (a backfill, say);
+    final_change       (off by default: for teams that want final to mean
+                       frozen) a partition published as final changes its
+                       measure or count by more than ``max_final_change``
+                       (relative; 0: any change), unless every reason it was
+                       recomputed for is in ``final_change_reasons``;
     unexplained_shrink the count falls and no reason in ``shrink_reasons``
                        (a deletion, a correction, ...) explains it: late
                        arrivals only ever add events;
     shrink             the count falls by more than ``max_shrink`` of what
                        was published, even when explained (a day deleted);
-    growth             a preliminary partition's count grows by more than
-                       ``max_preliminary_growth``: its day has closed, so only
-                       its sources' late tail is still to come (live
+    closed_growth      a closed (preliminary or final) partition's count grows
+                       by more than ``max_closed_growth``: its day has closed,
+                       so only its sources' late tail is still to come (live
                        partitions are still filling and may grow freely);
     value_outlier      the measure per event rises above ``max_value_factor``
                        times the group's typical value (the median over its
@@ -37,8 +44,8 @@ Groups published with fewer than ``min_count`` events, where one event is a
 large share, are left alone by ``shrink`` and ``growth``, and by
 ``value_outlier`` when it would compare them with their own published value.
 
-Per table, over the partitions published as final (the share checks of the
-first gate, which judged every partition and so blocked live ones filling in):
+Per table, over the partitions published as final (off by default; a breach
+holds every final partition the write changes):
 
     restated_share  final partitions whose measure changes / final partitions,
                     checked once at least ``min_published_partitions`` are final;
@@ -62,11 +69,11 @@ LIMIT_NAMES = ("max_restated_share", "min_published_partitions", "max_total_chan
 # Per-group settings and their defaults (dbt_project.yml's publication_gate
 # lists them too; a test keeps the two equal). None turns a check off.
 GROUP_DEFAULTS: Mapping[str, Any] = {
-    "max_final_change": 0,
+    "max_final_change": None,
     "final_change_reasons": ("backfill", "replay", "quarantine_release"),
     "shrink_reasons": ("deletion", "correction", "dimension_change", "backfill", "replay"),
     "max_shrink": 0.5,
-    "max_preliminary_growth": 0.5,
+    "max_closed_growth": 0.5,
     "min_count": 5,
     "max_value_factor": 5,
     "min_history": 3,
@@ -174,10 +181,10 @@ class GateLimits:
     """The publication_gate var: the table's four limits, the per-group
     settings (defaults from ``GROUP_DEFAULTS``), and the var as given."""
 
-    max_restated_share: float
+    max_restated_share: float | None
     min_published_partitions: int
-    max_total_change: float
-    max_row_change: float
+    max_total_change: float | None
+    max_row_change: float | None
     settings: Mapping[str, Any]
 
     @classmethod
@@ -186,7 +193,11 @@ class GateLimits:
         missing = [name for name in LIMIT_NAMES if name not in limits]
         if missing:
             raise GateConfigError(f"var publication_gate needs {', '.join(LIMIT_NAMES)}; missing {', '.join(missing)}")
-        bad = [name for name in LIMIT_NAMES if not _is_number(limits[name])]
+        bad = [
+            name
+            for name in LIMIT_NAMES
+            if not _is_number(limits[name]) and not (limits[name] is None and name != "min_published_partitions")
+        ]
         unknown = sorted(set(limits) - set(LIMIT_NAMES) - set(GROUP_DEFAULTS))
         if unknown:
             raise GateConfigError(f"var publication_gate: unknown setting {', '.join(unknown)}")
@@ -346,7 +357,7 @@ def _table_share_breach(figure: str, observed: Number, limit: Number, what: str)
 
 
 def restated_share_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    if figures.final_partitions < limits.min_published_partitions:
+    if limits.max_restated_share is None or figures.final_partitions < limits.min_published_partitions:
         return []
     return _table_share_breach(
         "restated_share",
@@ -357,6 +368,8 @@ def restated_share_check(figures: GateFigures, limits: GateLimits) -> Iterable[B
 
 
 def total_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    if limits.max_total_change is None:
+        return []
     return _table_share_breach(
         "total_change",
         figures.total_change,
@@ -366,6 +379,8 @@ def total_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Bre
 
 
 def row_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
+    if limits.max_row_change is None:
+        return []
     return _table_share_breach(
         "row_change",
         figures.row_change,
@@ -505,25 +520,26 @@ def shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
 
 
 def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    limit = limits.setting("max_preliminary_growth")
+    limit = limits.setting("max_closed_growth")
     if limit is None or not figures.count:
         return
     for group in _judged_groups(figures):
-        if group.published_status != "preliminary" or figures.partition_is_final(group.partition_value):
+        if group.published_status not in ("preliminary", "final"):
             continue
         growth = _count_share_beyond(group, limits, limit, 1)
         if growth is None:
             continue
         high = group.published_count * (1 + Decimal(str(limit)))
         yield _group_breach(
-            "preliminary_growth",
+            "closed_growth",
             group,
             observed=growth,
             allowed=AllowedRange(None, limit),
             message=(
-                f"{group.label} is preliminary and its {figures.count} grow from {group.published_count} to "
-                f"{group.new_count} ({_signed_percent(growth)}); expected at most {_plain(high)} (its day has "
-                f"closed: at most {_percent(limit)}% more; reasons: {_reasons_text(group)})"
+                f"{group.label} is {group.published_status} and its {figures.count} grow from "
+                f"{group.published_count} to {group.new_count} ({_signed_percent(growth)}); expected at most "
+                f"{_plain(high)} (its day has closed: at most {_percent(limit)}% more; reasons: "
+                f"{_reasons_text(group)})"
             ),
         )
 
@@ -608,13 +624,22 @@ class GateJudgement:
         """The breaches in words, ``; ``-separated (publication_gate_log.breaches)."""
         return "; ".join(breach.message for breach in self.breaches)
 
-    def blocked_message(self, model: str) -> str:
-        """The error that fails a model the gate blocks."""
-        return (
-            f"Publication gate blocked {model}: {self.summary}. Nothing was written; the previous version stays"
-            " visible. If the change is expected, re-run with --vars '{publication_gate_override: \"<why>\"}'"
-            " (the override is audited), or adjust var publication_gate."
+    def breaches_by_partition(self) -> dict[str, list[Breach]]:
+        """The partitions the breaches name, each with its breaches: a group's
+        breach names its partition; a table-wide one (over final partitions)
+        names every final partition this write changes."""
+        named: dict[str, list[Breach]] = defaultdict(list)
+        changed_final = sorted(
+            {
+                group.partition_value
+                for group in _judged_groups(self.figures)
+                if group.partition_value is not None and self.figures.partition_is_final(group.partition_value)
+            }
         )
+        for breach in self.breaches:
+            for partition in [breach.partition] if breach.partition is not None else changed_final:
+                named[partition].append(breach)
+        return dict(named)
 
 
 def judge(

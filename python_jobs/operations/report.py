@@ -128,6 +128,10 @@ class ReportData:
         missing on that side).
     ``quarantine``: one row per source, reason and status: ``source_system``,
         ``quarantine_reason``, ``status`` (str) and ``row_count`` (int).
+    ``holds``: one row per publication hold (the model publication_holds):
+        ``hold_id``, ``partition_value``, ``group_values``, ``state``,
+        ``checks_fired``, ``breaches`` (str or None), ``first_held_at``,
+        ``last_judged_at`` (datetime) and ``resolution_reason`` (str or None).
     ``as_of``: the as-of time of the newest gold build (None if unknown).
     """
 
@@ -136,6 +140,7 @@ class ReportData:
     restatements: list[Row] = field(default_factory=list)
     live_vs_final: list[Row] = field(default_factory=list)
     quarantine: list[Row] = field(default_factory=list)
+    holds: list[Row] = field(default_factory=list)
     as_of: datetime | None = None
 
 
@@ -629,6 +634,44 @@ def quarantine_chart(rows: list[Row]) -> Chart:
 
 
 # --------------------------------------------------------------------------
+# 6. Publication holds
+# --------------------------------------------------------------------------
+
+HOLDS_KEY = "holds"
+HOLDS_SHOWN = 50
+
+
+def holds_chart(rows: list[Row]) -> Chart:
+    """The open holds first (oldest partition first), then the latest closed ones; a table, no chart."""
+    ordered = sorted(rows, key=lambda row: (row["state"] != "open", str(row["partition_value"])))
+    open_count = sum(1 for row in rows if row["state"] == "open")
+    header = ["hold", "partition", "sources", "state", "checks", "first held", "last judged", "detail"]
+    table_rows = [
+        [
+            row["hold_id"],
+            row["partition_value"],
+            row.get("group_values") or "",
+            row["state"],
+            row.get("checks_fired") or "",
+            format_time(row.get("first_held_at")),
+            format_time(row.get("last_judged_at")),
+            row.get("breaches") if row["state"] == "open" else row.get("resolution_reason") or "",
+        ]
+        for row in ordered[:HOLDS_SHOWN]
+    ]
+    summary = (
+        f"{open_count} open hold(s), {len(rows) - open_count} closed; decide with "
+        "python -m python_jobs.landing.steward holds"
+    )
+    return Chart(
+        key=HOLDS_KEY,
+        svg="" if rows else None,
+        table=html_table(HOLDS_KEY, header, table_rows),
+        summary=summary if rows else NO_DATA,
+    )
+
+
+# --------------------------------------------------------------------------
 # The page
 # --------------------------------------------------------------------------
 
@@ -672,6 +715,13 @@ SECTIONS: dict[str, tuple[str, str]] = {
         "(it then merges and restates like any late event) or rejects it; 'quarantined' rows still wait "
         "for a decision.",
     ),
+    HOLDS_KEY: (
+        "6. Publication holds",
+        "Partitions of gold_daily_revenue whose change the publication gate found abnormal (a day sent twice, "
+        "a fall in events with no deletion behind it, a value per event far off): while a hold is open, the "
+        "date stays as published in every gold model that restates it and everything else publishes. It "
+        "closes when its figures return to normal, or when a steward approves or rejects it.",
+    ),
 }
 
 
@@ -699,6 +749,7 @@ def build_charts(data: ReportData) -> list[Chart]:
         restatement_chart(list(data.restatements), colors),
         live_vs_final_chart(list(data.live_vs_final)),
         quarantine_chart(list(data.quarantine)),
+        holds_chart(list(data.holds)),
     ]
 
 
@@ -861,6 +912,15 @@ def quarantine_sql(schema: str) -> str:
     )
 
 
+def holds_sql(schema: str) -> str:
+    return (
+        "select hold_id, partition_value, group_values, state, checks_fired, breaches, first_held_at,\n"
+        "    last_judged_at, resolution_reason\n"
+        f"from {schema}_audit.publication_holds\n"
+        "order by last_judged_at desc"
+    )
+
+
 def as_of_sql(schema: str) -> str:
     return f"select max(as_of) as as_of from {schema}_audit.gold_change_manifest where model = '{REVENUE_MODEL}'"
 
@@ -873,6 +933,7 @@ QUERIES: dict[str, tuple[Callable[[str], str], tuple[str, ...]]] = {
     "live_vs_final": (live_vs_final_sql, ("audit.gold_change_manifest", f"gold.{REVENUE_MODEL}")),
     "quarantine": (quarantine_sql, ("silver.silver_quarantine",)),
     "as_of": (as_of_sql, ("audit.gold_change_manifest",)),
+    "holds": (holds_sql, ("audit.publication_holds",)),
 }
 
 
@@ -893,6 +954,7 @@ def load_datasets(spark: SparkSession, schema: str) -> ReportData:
         restatements=query_rows(spark, schema, "restatements"),
         live_vs_final=query_rows(spark, schema, "live_vs_final"),
         quarantine=query_rows(spark, schema, "quarantine"),
+        holds=query_rows(spark, schema, "holds"),
         as_of=as_of_rows[0]["as_of"] if as_of_rows else None,
     )
 

@@ -119,20 +119,22 @@ def expected_state(arrivals: list[Arrival], backfill_window: tuple[date, date] |
                 "type": r["event_type"],
                 "amount": Decimal(str(r.get("amount", "0"))),
                 "date": ts.date(),
+                "hour": ts.astimezone(UTC).hour,
             }
     return current, quarantined
 
 
 def expected_daily_revenue(
-    arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None
-) -> dict[tuple[date, str], tuple[int, Decimal, Decimal]]:
-    """(event_date, source) -> (orders, gross revenue, refunds)."""
+    arrivals: list[Arrival], backfill_window: tuple[date, date] | None = None, by_hour: bool = False
+) -> dict[tuple, tuple[int, Decimal, Decimal]]:
+    """(event_date, source) -> (orders, gross revenue, refunds); with ``by_hour``,
+    keyed (event_date, hour, source)."""
     current, _ = expected_state(arrivals, backfill_window)
     totals: dict = defaultdict(lambda: [0, Decimal("0"), Decimal("0")])
     for (_, source), row in current.items():
         if row["deleted"]:
             continue
-        cell = totals[(row["date"], source)]
+        cell = totals[(row["date"], row["hour"], source) if by_hour else (row["date"], source)]
         if row["type"] == "order_placed":
             cell[0] += 1
             cell[1] += row["amount"]

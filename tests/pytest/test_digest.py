@@ -116,3 +116,24 @@ def test_amounts_read_from_the_manifests_json_keep_their_scale() -> None:
     }
     (period,) = digest.digest_of([manifest_row], "inv", None).periods
     assert (str(period.before["net_revenue"]), str(period.delta["net_revenue"])) == ("150.00", "900.00")
+
+
+def test_the_digest_lists_open_holds_first_and_the_command_that_decides_them() -> None:
+    holds = [
+        {"hold_id": "aa11", "model": "gold_daily_revenue", "partition_value": "2024-05-04", "state": "approved",
+         "group_values": "mobile", "checks_fired": "", "breaches": None, "resolution_reason": "checked with mobile"},
+        {"hold_id": "bb22", "model": "gold_daily_revenue", "partition_value": "2024-05-06", "state": "open",
+         "group_values": "web", "checks_fired": "closed_growth", "breaches": "orders grow from 14 to 28 | +100%"},
+    ]  # fmt: skip
+    run = digest.digest_of([], "run-2", "2024-05-10T00:00:00+00:00", holds=holds)
+    assert [(hold.hold_id, hold.state) for hold in run.holds] == [("bb22", "open"), ("aa11", "approved")]
+    payload = digest.as_json(run)
+    assert payload["open_holds"] == 1 and payload["decide_holds_with"] == "python -m python_jobs.landing.steward holds"
+    assert payload["holds"][1]["detail"] == "checked with mobile"
+    markdown = digest.as_markdown(run)
+    assert "## Publication holds: 1 open" in markdown
+    assert "| bb22 | gold_daily_revenue | 2024-05-06 | open | web | closed_growth | orders grow from 14 to 28 \\| +100% |" in (
+        markdown
+    )
+    assert digest.as_json(digest.digest_of([], "run-3", None))["decide_holds_with"] is None
+    assert "Publication holds" not in digest.as_markdown(digest.digest_of([], "run-3", None))

@@ -23,6 +23,11 @@ from tests.pytest.conftest import ROOT
 
 DEFAULTS = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["publication_gate"]
 LIMITS = GateLimits.from_mapping(DEFAULTS)
+# The options for teams that want final to mean frozen, and the table-wide limits.
+FROZEN = GateLimits.from_mapping({**DEFAULTS, "max_final_change": 0})
+TABLE = GateLimits.from_mapping(
+    {**DEFAULTS, "max_restated_share": 0.5, "max_total_change": 0.25, "max_row_change": 0.5}
+)
 
 
 def group(
@@ -121,8 +126,17 @@ def test_new_partitions_and_new_groups_of_live_ones_are_publication() -> None:
 # ------------------------------------------------------------ final partitions
 
 
-def test_any_change_to_a_final_partition_breaches() -> None:
-    judgement = judge([*days(6), group("2024-03-07", "100.00", "130.00", orders=10, new_orders=11)])
+def test_by_default_a_final_partition_takes_what_the_tiers_admit() -> None:
+    # the schedule's stop: a final day of 1 order gets a 10-day-late second one
+    late = group("2024-03-03", "201.48", "434.54", source="partner", orders=1, new_orders=2)
+    assert judge([*days(6), late]).passed
+    # a new source in a final day, a correction lowering it: published too
+    assert judge([*days(7), group("2024-03-07", new="50.00", source="partner", existed=False, new_orders=1)]).passed
+    assert judge([*days(6), group("2024-03-07", "100.00", "90.00", reasons="correction")]).passed
+
+
+def test_any_change_to_a_final_partition_breaches_when_final_means_frozen() -> None:
+    judgement = judge([*days(6), group("2024-03-07", "100.00", "130.00", orders=10, new_orders=11)], FROZEN)
     (breach,) = judgement.breaches
     assert (breach.figure, breach.partition, breach.group) == ("final_change", "2024-03-07", "web")
     assert breach.allowed == AllowedRange(Decimal("100.00"), Decimal("100.00"))
@@ -133,15 +147,17 @@ def test_any_change_to_a_final_partition_breaches() -> None:
 
 
 def test_a_new_source_in_a_final_partition_is_a_change_to_it() -> None:
-    judgement = judge([*days(7), group("2024-03-07", new="50.00", source="partner", existed=False, new_orders=1)])
+    judgement = judge(
+        [*days(7), group("2024-03-07", new="50.00", source="partner", existed=False, new_orders=1)], FROZEN
+    )
     assert figures_of(judgement) == [("final_change", "2024-03-07", "partner")]
 
 
 def test_final_partitions_may_change_for_the_reasons_allowed() -> None:
     backfill = group("2024-03-07", "100.00", "120.00", new_orders=12, reasons="backfill")
-    assert judge([*days(6), backfill]).passed
+    assert judge([*days(6), backfill], FROZEN).passed
     mixed = group("2024-03-07", "100.00", "120.00", new_orders=12, reasons="backfill,late_arrival")
-    assert figures_of(judge([*days(6), mixed])) == [("final_change", "2024-03-07", "web")]
+    assert figures_of(judge([*days(6), mixed], FROZEN)) == [("final_change", "2024-03-07", "web")]
 
 
 def test_max_final_change_allows_a_small_change_and_null_turns_it_off() -> None:
@@ -192,16 +208,20 @@ def test_small_groups_are_left_to_the_other_checks() -> None:
 # ------------------------------------------------------------------- growth
 
 
-def test_a_preliminary_day_counted_twice_breaches() -> None:
+def test_a_closed_day_counted_twice_breaches() -> None:
     judgement = judge(
         [*days(6), group("2024-03-07", "200.00", "400.00", status="preliminary", orders=20, new_orders=40)]
     )
     (breach,) = judgement.breaches
-    assert (breach.figure, breach.observed, breach.allowed) == ("preliminary_growth", 1.0, AllowedRange(None, 0.5))
+    assert (breach.figure, breach.observed, breach.allowed) == ("closed_growth", 1.0, AllowedRange(None, 0.5))
     assert breach.message == (
         "partition 2024-03-07 (web) is preliminary and its orders grow from 20 to 40 (+100.0%); expected at most 30"
         " (its day has closed: at most 50.0% more; reasons: late_arrival)"
     )
+    final = judge([*days(6), group("2024-03-07", "170.00", "340.00", orders=17, new_orders=34)])
+    assert [(b.figure, b.message.split(";")[0]) for b in final.breaches] == [
+        ("closed_growth", "partition 2024-03-07 (web) is final and its orders grow from 17 to 34 (+100.0%)")
+    ]
 
 
 def test_growth_of_a_small_preliminary_group_is_not_a_share() -> None:
@@ -255,7 +275,8 @@ def test_a_late_refund_lowering_the_value_is_no_outlier() -> None:
 
 
 def test_restated_share_of_final_partitions() -> None:
-    at_limit = limits(max_final_change=None)
+    at_limit = TABLE
+    assert judge(days(8, restated=8)).passed  # off by default
     assert judge(days(8, restated=4), at_limit).passed  # 4 / 8 = 0.5
     (breach,) = judge(days(8, restated=5), at_limit).breaches
     assert breach == Breach(
@@ -269,8 +290,7 @@ def test_restated_share_of_final_partitions() -> None:
 
 
 def test_total_and_row_change_of_final_partitions() -> None:
-    open_partitions = limits(max_final_change=None)
-    judgement = judge([group("2024-03-01", "400.00", "500.01", rows=4, added=3)], open_partitions)
+    judgement = judge([group("2024-03-01", "400.00", "500.01", rows=4, added=3)], TABLE)
     assert figures_of(judgement) == [("total_change", None, None), ("row_change", None, None)]
     assert judgement.summary == (
         "net_revenue total over final partitions moves by 100.01 on 400.0 (25.0% > 25.0%); "
@@ -293,16 +313,24 @@ def test_breaches_come_in_check_order_and_word_the_block() -> None:
             group("2024-03-02", "240.00", "0.00", status="live", orders=12, new_orders=0, reasons="deletion"),
         ]
     )
-    assert figures_of(judgement) == [("final_change", "2024-03-01", "web"), ("shrink", "2024-03-02", "web")]
-    assert judgement.blocked_message("gold_daily_revenue") == (
-        "Publication gate blocked gold_daily_revenue: " + judgement.summary + ". Nothing was written; the previous"
-        " version stays visible. If the change is expected, re-run with"
-        " --vars '{publication_gate_override: \"<why>\"}' (the override is audited), or adjust var publication_gate."
-    )
+    assert figures_of(judgement) == [("shrink", "2024-03-02", "web")]
+    frozen = judge(judgement.figures.groups, FROZEN)
+    assert figures_of(frozen) == [("final_change", "2024-03-01", "web"), ("shrink", "2024-03-02", "web")]
+    assert frozen.summary == "; ".join(breach.message for breach in frozen.breaches)
+
+
+def test_breaches_name_the_partitions_they_hold() -> None:
+    # a group's breach holds its partition; a table-wide one every final partition the write changes
+    groups = [*days(8, restated=5), group("2024-03-20", "240.00", "0.00", status="live", orders=12, new_orders=0)]
+    named = judge(groups, TABLE).breaches_by_partition()
+    assert {partition: [b.figure for b in breaches] for partition, breaches in named.items()} == {
+        **{f"2024-03-0{day}": ["restated_share"] for day in range(1, 6)},
+        "2024-03-20": ["unexplained_shrink", "shrink"],
+    }
 
 
 def test_checks_are_logged_with_the_limits() -> None:
-    checks = judge(days(8, restated=2), limits(max_final_change=None)).figures.checks(LIMITS)
+    checks = judge(days(8, restated=2)).figures.checks(LIMITS)
     assert json.loads(json.dumps(checks)) == {
         "final_partitions": 8,
         "restated_partitions": 2,
@@ -330,6 +358,8 @@ def test_the_code_defaults_are_the_projects() -> None:
 
 
 def test_settings_must_be_known_and_well_typed() -> None:
+    with pytest.raises(GateConfigError, match="min_published_partitions must be numbers"):
+        limits(min_published_partitions=None)
     with pytest.raises(GateConfigError, match="missing max_row_change"):
         GateLimits.from_mapping({key: value for key, value in DEFAULTS.items() if key != "max_row_change"})
     with pytest.raises(GateConfigError, match="max_total_change must be numbers"):
@@ -377,10 +407,11 @@ def test_adapter_method_reads_the_figures_query() -> None:
         },
     ]
     table = table_from_data_flat(rows, list(rows[0]))
-    judgement = LatecomerAdapter.publication_gate_judgement(
-        None, table, "net_revenue", DEFAULTS, "gold_daily_revenue", "orders"
+    no_holds = table_from_data_flat([], ["hold_id", "partition_value", "decision", "decision_reason", "decided_by"])
+    judgement = LatecomerAdapter.publication_gate_holds(
+        None, table, no_holds, "net_revenue", DEFAULTS, "gold_daily_revenue", "orders"
     )
-    assert judgement["error"] is None and judgement["passed"] is False
+    assert judgement["error"] is None and judgement["held_partitions"] == ["2024-03-08"]
     # 1050.00 over 6 orders against 25.00 an order as published (no history: one other partition)
     assert judgement["summary"] == (
         "partition 2024-03-08 (partner): net_revenue / orders is 175 (net_revenue 1050.00 over 6); expected at most"
@@ -390,5 +421,12 @@ def test_adapter_method_reads_the_figures_query() -> None:
     assert (breach["figure"], breach["partition"], breach["group"]) == ("value_outlier", "2024-03-08", "partner")
     assert breach["allowed"] == [None, Decimal("125")]
     assert judgement["checks"]["final_partitions"] == 0 and judgement["checks"]["changed_groups"] == 1
-    broken = LatecomerAdapter.publication_gate_judgement(None, table, "net_revenue", {}, "gold_daily_revenue")
+    ((event),) = judgement["events"]
+    assert (event["partition_value"], event["event"], event["group_values"], event["checks_fired"]) == (
+        "2024-03-08", "held", "partner", "value_outlier")  # fmt: skip
+    assert json.loads(event["published_values"]) == {
+        "partner": {"count": 6, "measure": "150.00", "status": "preliminary"}
+    }
+    assert json.loads(event["pending_values"]) == {"partner": {"count": 6, "measure": "1050.00"}}
+    broken = LatecomerAdapter.publication_gate_holds(None, table, no_holds, "net_revenue", {}, "gold_daily_revenue")
     assert broken["error"].startswith("var publication_gate needs max_restated_share")

@@ -306,7 +306,7 @@ OPEN_GATE = {
     "max_final_change": None,
     "shrink_reasons": None,
     "max_shrink": None,
-    "max_preliminary_growth": None,
+    "max_closed_growth": None,
     "max_value_factor": None,
 }
 

@@ -28,7 +28,18 @@ from dbt_common.clients.agate_helper import table_from_data_flat
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import digest, explain, gate, publication, run_clock, run_lock, run_vars, status_clock, versions
+from python_jobs.core import (
+    digest,
+    explain,
+    gate,
+    holds,
+    publication,
+    run_clock,
+    run_lock,
+    run_vars,
+    status_clock,
+    versions,
+)
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -483,16 +494,22 @@ class LatecomerAdapter(SparkAdapter):
         return str(path)
 
     @available
-    def restatement_digest(self, manifest_rows: Any, invocation_id: str, as_of: str | None) -> dict[str, Any]:
+    def restatement_digest(
+        self, manifest_rows: Any, invocation_id: str, as_of: str | None, hold_rows: Any = None
+    ) -> dict[str, Any]:
         """The run's restatement digest (python_jobs.core.digest) from its change
         manifest rows: written as Markdown and JSON under the target path
         (``restatement_digest.md``/``.json``, and per run under
         ``restatement_digests/``), and POSTed to the URL in
-        ``LATECOMER_DIGEST_WEBHOOK`` when it is set. Returns ``{periods, path,
-        webhook}``; ``webhook`` is ``delivered``, ``not configured`` or why it
-        failed: a failed delivery never fails the build.
+        ``LATECOMER_DIGEST_WEBHOOK`` when it is set; ``hold_rows``: the
+        publication holds open after the run or closed by it. Returns
+        ``{periods, holds, path, webhook}``; ``webhook`` is ``delivered``,
+        ``not configured`` or why it failed: a failed delivery never fails the
+        build.
         """
-        run = digest.digest_of(_records(manifest_rows), invocation_id, as_of)
+        run = digest.digest_of(
+            _records(manifest_rows), invocation_id, as_of, holds=_records(hold_rows) if hold_rows is not None else ()
+        )
         payload, markdown = digest.as_json(run), digest.as_markdown(run)
         path = self.write_json_artifact("restatement_digest.json", payload)
         self.write_json_artifact(f"restatement_digests/{invocation_id}.json", payload)
@@ -501,7 +518,7 @@ class LatecomerAdapter(SparkAdapter):
         url = os.environ.get(digest.WEBHOOK_ENV, "").strip()
         failure = digest.deliver(url, payload) if url else None
         webhook = "not configured" if not url else "delivered" if failure is None else f"failed ({failure})"
-        return {"periods": len(run.periods), "path": path, "webhook": webhook}
+        return {"periods": len(run.periods), "holds": len(run.open_holds), "path": path, "webhook": webhook}
 
     @available
     def explain_row(self, model: str, row: Any) -> dict[str, Any]:
@@ -722,29 +739,48 @@ class LatecomerAdapter(SparkAdapter):
         return [entry.as_dict() for entry in versions.delta_versions(_records(history_rows))]
 
     @available
-    def publication_gate_judgement(
-        self, group_figures: Any, measure: str, limits: Mapping[str, Any], model: str, count: str | None = None
+    def publication_gate_holds(
+        self,
+        group_figures: Any,
+        open_holds: Any,
+        measure: str,
+        limits: Mapping[str, Any],
+        model: str,
+        count: str | None = None,
+        override: str | None = None,
+        actor: str | None = None,
     ) -> dict[str, Any]:
-        """The publication gate on per-partition, per-group figures (python_jobs.core.gate).
+        """The publication gate on per-partition, per-group figures (python_jobs.core.gate),
+        and what it does to the model's holds (python_jobs.core.holds).
 
-        Returns ``{passed, checks, breaches, summary, blocked_message}``:
-        ``checks`` the figures and limits as logged, ``breaches`` a list of
-        ``{figure, partition, observed, allowed: [low, high], message}``,
-        ``summary`` their messages joined by ``; ``. ``{error}`` when the
-        ``publication_gate`` var lacks a limit.
+        Returns ``{checks, breaches, summary, events, held_partitions,
+        events_summary}``: ``checks`` the figures and limits as logged,
+        ``breaches`` a list of ``{figure, partition, group, observed,
+        allowed: [low, high], message}``, ``events`` the hold log's rows,
+        ``held_partitions`` the partitions this write leaves as published.
+        ``{error}`` when the ``publication_gate`` var cannot be used.
         """
         try:
             checked = gate.GateLimits.from_mapping(limits)
-        except gate.GateConfigError as error:
+            judgement = gate.judge(
+                measure, [gate.GroupFigures.from_mapping(row) for row in _records(group_figures)], checked, count=count
+            )
+            decision = holds.decide(
+                judgement,
+                [holds.OpenHold.from_mapping(row) for row in _records(open_holds)],
+                str(model),
+                get_invocation_id(),
+                override=override,
+                actor=actor,
+            )
+        except (gate.GateConfigError, ValueError) as error:
             return {"error": str(error)}
-        judgement = gate.judge(
-            measure, [gate.GroupFigures.from_mapping(row) for row in _records(group_figures)], checked, count=count
-        )
         return {
-            "passed": judgement.passed,
             "checks": judgement.figures.checks(checked),
             "breaches": [breach.as_dict() for breach in judgement.breaches],
             "summary": judgement.summary,
-            "blocked_message": judgement.blocked_message(str(model)),
+            "events": [event.as_dict() for event in decision.events],
+            "held_partitions": decision.held_partitions,
+            "events_summary": decision.summary,
             "error": None,
         }
