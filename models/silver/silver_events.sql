@@ -55,10 +55,14 @@ eligible as (
     from rederived
     left join {{ ref('silver_quarantine') }} as quarantine
         on rederived.bronze_row_id = quarantine.bronze_row_id
+    {#- A row routed to silver and held since (a rejected publication hold,
+        an unresolved correction chain) stays out. #}
     where
         rederived.event_ts is not null
-        and coalesce(quarantine.status, '') != 'rejected'
-        and (rederived.route = 'silver' or quarantine.status = 'released')
+        and (
+            (rederived.route = 'silver' and quarantine.bronze_row_id is null)
+            or quarantine.status = 'released'
+        )
 ),
 
 eligible_links as (
@@ -79,12 +83,20 @@ quarantine as (
     select * from {{ ref('silver_quarantine') }}
 ),
 
+{#- New arrivals routed to silver, but those silver_quarantine holds since
+    (on a correction chain that does not resolve). #}
 new_arrivals as (
     select
-        *,
+        arrivals.*,
         false as is_release
     from arrivals
-    where route = 'silver' and ledger_run_at > {{ run_hwm }}{% if nothing_new %} and false{% endif %}
+    left anti join quarantine
+        on arrivals.bronze_row_id = quarantine.bronze_row_id
+        and quarantine.status != 'released'
+        and quarantine.status_run_at > {{ run_hwm }}
+    where
+        arrivals.route = 'silver'
+        and arrivals.ledger_run_at > {{ run_hwm }}{% if nothing_new %} and false{% endif %}
 ),
 
 {# Released rows are looked up in the ledger's arrival-date partitions they

@@ -1,6 +1,8 @@
 {#- Rows held out of silver and gold, with their reason and raw payload:
-    malformed lines, rows without a natural key, and events later than the last
-    watermark tier. A steward releases a row (it then merges and restates like
+    malformed lines, rows without a natural key, events later than the last
+    watermark tier, corrections on a chain that does not resolve (a cycle, or
+    longer than silver_correction_chains follows), and the arrivals behind a
+    rejected publication hold. A steward releases a row (it then merges and restates like
     any late event) or rejects it with a reason; nothing leaves this table.
     A backfill or replay releases the window's rows held for lateness alone:
     inside the window no watermark applies. -#}
@@ -17,6 +19,44 @@ with arrivals as (
 decisions as (
     select * from {{ ref('stg_steward_decisions') }}
     where decided_at > {{ high_water_mark('decided_at') }}
+),
+
+unresolved_aliases as (
+    select
+        source_system,
+        alias_event_id
+    from {{ ref('silver_correction_chains') }}
+    where not is_resolved
+),
+
+{# An arrival naming an alias whose chain does not resolve would be merged
+    under whatever id its chain stopped at: it waits here instead, and the
+    build goes on (assert_correction_chains_resolve checks none reached
+    silver). #}
+unresolved_chain_arrivals as (
+    select
+        ledger.bronze_row_id,
+        ledger.ingestion_id,
+        ledger.source_system,
+        ledger.event_id,
+        ledger.event_key,
+        ledger.event_type,
+        ledger.event_ts,
+        ledger.event_date,
+        ledger.arrival_ts,
+        ledger.lateness_seconds,
+        'unresolved_correction_chain' as quarantine_reason,
+        ledger.raw_payload,
+        {{ as_of_ts() }} as first_seen_at,
+        'quarantined' as status,
+        cast(null as string) as decision_reason,
+        cast(null as string) as decided_by,
+        cast(null as timestamp) as decided_at
+    from {{ ref('silver_event_arrivals') }} as ledger
+    left semi join unresolved_aliases
+        on ledger.source_system = unresolved_aliases.source_system
+        and ledger.target_event_id = unresolved_aliases.alias_event_id
+    where ledger.route = 'silver' and ledger.ledger_run_at > {{ run_hwm }}
 ),
 
 {% if is_incremental() %}
@@ -99,7 +139,7 @@ decided as (
 ),
 {% endif %}
 
-{#- A rejected publication hold (python -m python_jobs.landing.steward holds
+{# A rejected publication hold (python -m python_jobs.landing.steward holds
     reject) rejects the arrivals behind the held change: rows that had gone
     to silver come here as rejected, and the replay the steward runs next
     rebuilds their dates without them. #}
@@ -135,6 +175,8 @@ changed as (
     select * from newly_quarantined
     union all
     select * from rejected_from_silver
+    union all
+    select * from unresolved_chain_arrivals
     {% if is_incremental() %}
     union all
     select * from decided

