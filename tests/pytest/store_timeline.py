@@ -114,6 +114,12 @@ def store_lines(seed: int = 11) -> dict[str, list[Line]]:
     return lines
 
 
+def gate_checks(messages: list[str], model: str) -> list[dict[str, Any]]:
+    """The figures the publication gate logged for `model` in an invocation (empty when it did not run)."""
+    prefix = f"{model}: publication gate "
+    return [json.loads(m.split(" ", 4)[4]) for m in messages if m.startswith(prefix)]
+
+
 def build_times() -> list[datetime]:
     times, at = [], FIRST_DAY
     for gap in BUILD_GAPS:

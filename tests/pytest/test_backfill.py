@@ -278,7 +278,7 @@ def test_replay_repairs_a_wrong_dedup_rule(deployment: Deployment, tmp_path: Pat
     assert [(r.event_id, r.reason) for r in audit] == [("d1", "replay: dedup fix")]
 
 
-def test_gate_blocks_a_large_restatement_until_overridden(
+def test_gate_holds_a_large_restatement_until_overridden(
     deployment: Deployment, webhook: Webhook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Correcting p1 from 100 to 1000 makes 2024-03-08's net revenue per order 1050.00 / 2 = 525, against
@@ -289,23 +289,22 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     published = deployment.rows("gold", "gold_daily_revenue")
     snapshots = deployment.snapshots("gold", "gold_daily_revenue")
 
-    result = deployment.project.dbt(
-        "build", "--select", SELECT, vars={"as_of": "2024-03-13T01:00:00+00:00"}, expect_ok=False
-    )
-    assert not result.success
-    blocked = [m for m in deployment.project.messages if "Publication gate blocked gold_daily_revenue" in m]
+    # The build succeeds; the partition is held, left as published, and says why.
+    deployment.project.dbt("build", "--select", SELECT, vars={"as_of": "2024-03-13T01:00:00+00:00"})
+    held = [m for m in deployment.project.messages if "publication hold" in m and " held, partition 2024-03-08" in m]
     assert (
-        blocked
+        held
         and (
             "partition 2024-03-08 (partner): net_revenue / orders is 525 (net_revenue 1050.00 over 2); expected at most"
             " 171.25 (5 x 34.25, the median of its 4 other published partitions; reasons: correction)"
         )
-        in blocked[0]
+        in held[0]
     )
+    assert any(m.startswith("Publication holds: 1 partition(s) held") for m in deployment.project.messages)
     assert deployment.rows("gold", "gold_daily_revenue") == published
     assert deployment.snapshots("gold", "gold_daily_revenue") == snapshots
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log")
-    assert [(r.model, r.decision) for r in log] == [("gold_daily_revenue", "blocked")]
+    assert [(r.model, r.decision) for r in log] == [("gold_daily_revenue", "held")]
 
     # The run's restatement digest goes to a webhook that answers 500: logged, not fatal.
     monkeypatch.setenv("LATECOMER_DIGEST_WEBHOOK", webhook.url)
@@ -349,8 +348,11 @@ def test_gate_blocks_a_large_restatement_until_overridden(
     assert deployment.gold() == deployment.expected_gold((date(2024, 1, 1), date(2024, 3, 9)))
     log = deployment.project.sql("select * from {schema}_audit.publication_gate_log order by logged_run_at")
     assert [(r.decision, r.override_reason) for r in log] == [
-        ("blocked", None),
+        ("held", None),
         ("overridden", GATE_OVERRIDE["publication_gate_override"]),
     ]
     audit = deployment.project.table("audit", "late_arrival_audit").where("action = 'publication_gate'").collect()
-    assert sorted(r.after_values for r in audit) == ["blocked", "overridden"]
+    assert sorted(r.after_values for r in audit) == ["held", "overridden"]
+    holds = deployment.project.table("audit", "late_arrival_audit").where("action = 'publication_hold'").collect()
+    assert sorted(r.reason.split(" ")[0] for r in holds) == ["held:", "overridden"]
+    assert all(r.impacted_partitions == ["2024-03-08"] for r in holds)

@@ -36,7 +36,7 @@ import pytest
 
 from tests.pytest.conftest import Project
 from tests.pytest.reference import expected_daily_revenue
-from tests.pytest.store_timeline import EVENT_DAYS, FIRST_DAY, Store, build_times, order, store_lines
+from tests.pytest.store_timeline import EVENT_DAYS, FIRST_DAY, Store, build_times, gate_checks, order, store_lines
 from tests.pytest.test_late_arrival_sample import expected_status
 
 SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue +gold_rollup_revenue_causes"
@@ -152,12 +152,6 @@ def week_of(d: date) -> date:
 
 def nonzero(rows: dict) -> dict:
     return {key: value for key, value in rows.items() if value[0] or value[1] or value[2]}
-
-
-def gate_checks(messages: list[str], model: str) -> list[dict[str, Any]]:
-    """The figures the publication gate logged for `model` in an invocation (empty when it did not run)."""
-    prefix = f"{model}: publication gate "
-    return [json.loads(m.split(" ", 4)[4]) for m in messages if m.startswith(prefix)]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ import pytest
 
 from tests.pytest.conftest import Project
 from tests.pytest.reference import expected_daily_revenue
-from tests.pytest.store_timeline import Line, Store, cents, order
+from tests.pytest.store_timeline import Line, Store, cents, gate_checks, order
 
 SELECT = "+gold_daily_revenue +gold_hourly_revenue +gold_monthly_revenue +gold_revenue_by_tier publication_holds"
 FIRST_DAY = datetime(2024, 3, 1, tzinfo=UTC)
@@ -171,7 +171,7 @@ def schedule(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
     store = Store(module_project, tmp_path_factory.mktemp("schedule"), SELECT)
     lines = store_lines()
     previous = datetime.min.replace(tzinfo=UTC)
-    checked, builds = [], 0
+    checked, builds, judged = [], 0, 0
     for step, at in enumerate(build_times()):
         landing = at - timedelta(minutes=30)
         for source, sent in lines.items():
@@ -182,17 +182,29 @@ def schedule(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
         result = store.build(at, expect_ok=False)
         assert result.success, f"build {step} at {at} failed: {store.project.messages[-5:]}"
         builds += 1
+        judged += sum(check["changed_groups"] for check in gate_checks(store.project.messages, "gold_daily_revenue"))
         checked.append(check_against_reference(store))
     before = sorted(tuple(r) for r in module_project.sql("select * from {schema}_gold.gold_daily_revenue"))
     assert store.build(build_times()[-1]).success
     after = sorted(tuple(r) for r in module_project.sql("select * from {schema}_gold.gold_daily_revenue"))
-    return {"store": store, "builds": builds, "checked": checked, "rerun_unchanged": before == after}
+    return {
+        "store": store,
+        "builds": builds,
+        "checked": checked,
+        "judged": judged,
+        "rerun_unchanged": before == after,
+    }
 
 
 def test_every_build_publishes_numbers_equal_to_the_reference(schedule: dict[str, Any]) -> None:
     assert schedule["builds"] == len(build_times()) == 22
     assert min(schedule["checked"]) > 0
-    print(f"schedule: {schedule['builds']} builds, {sum(schedule['checked'])} partition checks")
+    # the gate judged published groups that changed, and held none of them
+    assert schedule["judged"] > 100
+    print(
+        f"schedule: {schedule['builds']} builds, {schedule['judged']} changed (date, source) groups judged by the"
+        f" gate, {sum(schedule['checked'])} partitions compared with the reference"
+    )
 
 
 def test_nothing_is_held_and_late_finals_are_restated_and_flagged(schedule: dict[str, Any]) -> None:

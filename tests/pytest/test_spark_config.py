@@ -1,18 +1,23 @@
-"""The driver JVM's options by how long its process lives (spark_config.JVM_PROFILES), and its local file system."""
+"""The driver JVM's options by how long its process lives (spark_config.JVM_PROFILES), its local file system,
+and the table formats' pinned jars (spark_config.JARS, python_jobs/operations/fetch_jars.py; no network)."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import re
 import stat
 import subprocess
+import urllib.error
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 from pyspark.sql import SparkSession
 
 from python_jobs.core import spark_config
+from python_jobs.operations import fetch_jars
 
 
 def driver_options(**kwargs: str) -> list[str]:
@@ -94,9 +99,7 @@ def test_the_session_sets_modes_as_hadoops_own_does(spark: SparkSession, tmp_pat
         assert fs.mkdirs(path("a/shared"))
         fs.setPermission(path("a/shared"), mode("drwxrwxrwt"))  # the sticky bit: chmod in both
         assert (root / "a/b/rows.txt").read_bytes() == b"rows"
-        return {
-            str(found.relative_to(root)): stat.S_IMODE(found.stat().st_mode) for found in sorted(root.rglob("*"))
-        }
+        return {str(found.relative_to(root)): stat.S_IMODE(found.stat().st_mode) for found in sorted(root.rglob("*"))}
 
     modes = write(ours, tmp_path / "ours")
     assert modes == write(hadoops, tmp_path / "hadoops")
@@ -134,3 +137,164 @@ def test_the_session_jvm_maps_the_archive_make_install_wrote(spark: SparkSession
     mapped = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
     assert mapped, info[:2000]
     assert int(mapped.group(1)) > archive.stat().st_size
+
+
+# The table formats' jars: pinned Maven artifacts in the project's jar folder.
+
+
+def test_the_pins_name_each_formats_own_artifacts() -> None:
+    pins = {(jar.table_format, jar.coordinates) for jar in spark_config.JARS}
+    assert pins == {
+        ("iceberg", "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"),
+        ("delta", "io.delta:delta-spark_2.12:3.3.2"),
+        ("delta", "io.delta:delta-storage:3.3.2"),
+    }
+    for jar in spark_config.JARS:
+        assert re.fullmatch(r"[0-9a-f]{64}", jar.sha256), jar
+    delta_spark = next(jar for jar in spark_config.JARS if jar.artifact == "delta-spark_2.12")
+    assert delta_spark.url() == (
+        "https://repo1.maven.org/maven2/io/delta/delta-spark_2.12/3.3.2/delta-spark_2.12-3.3.2.jar"
+    )
+    assert delta_spark.url("https://mirror.example/maven/").startswith("https://mirror.example/maven/io/delta/")
+
+
+def test_make_install_fetched_the_pinned_jars() -> None:
+    folder = spark_config.jars_dir()
+    for jar in spark_config.JARS:
+        fetch_jars.check(jar, folder / jar.file_name)
+
+
+def test_sessions_take_each_formats_jars_from_the_jar_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
+    for jar in spark_config.JARS:
+        (tmp_path / jar.file_name).touch()
+    iceberg = spark_config.spark_conf("iceberg")
+    assert iceberg["spark.jars"] == str(tmp_path / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
+    assert "spark.jars.packages" not in iceberg
+    delta = spark_config.spark_conf("delta")
+    assert delta["spark.jars"].split(",") == [
+        str(tmp_path / "delta-spark_2.12-3.3.2.jar"),
+        str(tmp_path / "delta-storage-3.3.2.jar"),
+    ]
+    assert "spark.jars.packages" not in delta
+    assert delta["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    monkeypatch.delenv("LATECOMER_JARS_DIR")
+    assert spark_config.jars_dir() == spark_config.REPO_ROOT / "jvm" / "jars"
+
+
+def test_a_missing_jar_fails_at_once_naming_the_folder_to_fill(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    folder = tmp_path / "jars"
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(folder))
+    folder.mkdir()
+    (folder / "delta-spark_2.12-3.3.2.jar").touch()
+    with pytest.raises(spark_config.SparkConfigError) as delta:
+        spark_config.spark_conf("delta")
+    message = str(delta.value)
+    assert message.startswith(f"Delta Lake jars are missing from {folder}: delta-storage-3.3.2.jar.")
+    assert "LATECOMER_JARS_DIR" in message and "make install" in message
+    assert message.endswith("\n  https://repo1.maven.org/maven2/io/delta/delta-storage/3.3.2/delta-storage-3.3.2.jar")
+    with pytest.raises(spark_config.SparkConfigError, match="Iceberg jars are missing from .*iceberg-spark-runtime"):
+        spark_config.spark_conf("iceberg")
+
+
+class Registry:
+    """A stand-in for the Maven registry: the bytes of each URL it holds, and the URLs asked for."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.asked: list[str] = []
+
+    def open(self, url: str) -> BinaryIO:
+        self.asked.append(url)
+        if url not in self.files:
+            raise urllib.error.HTTPError(url, 404, "Not Found", None, None)  # type: ignore[arg-type]
+        return io.BytesIO(self.files[url])
+
+
+def pinned(artifact: str, content: bytes) -> spark_config.Jar:
+    return spark_config.Jar("org.example", artifact, "1.0", hashlib.sha256(content).hexdigest(), "iceberg")
+
+
+REPO = "https://registry.example/maven2"
+
+
+def test_fetch_downloads_once_and_checks_what_is_there(tmp_path: Path) -> None:
+    jars = [pinned("one", b"one's bytes"), pinned("two", b"two's bytes")]
+    registry = Registry({jar.url(REPO): f"{jar.artifact}'s bytes".encode() for jar in jars})
+    said: list[str] = []
+    paths = fetch_jars.fetch(jars, tmp_path, REPO, registry.open, said.append)
+    assert paths == [tmp_path / "one-1.0.jar", tmp_path / "two-1.0.jar"]
+    assert [path.read_bytes() for path in paths] == [b"one's bytes", b"two's bytes"]
+    assert registry.asked == [jar.url(REPO) for jar in jars]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["one-1.0.jar", "two-1.0.jar"], "no .part left"
+    # Again: the jars are there with their pinned sha256, so nothing is fetched.
+    assert fetch_jars.fetch(jars, tmp_path, REPO, registry.open, said.append) == paths
+    assert len(registry.asked) == 2
+
+
+def test_a_jar_with_another_checksum_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    jar = pinned("one", b"one's bytes")
+    (tmp_path / jar.file_name).write_bytes(b"something else")
+    registry = Registry({jar.url(REPO): b"one's bytes"})
+    with pytest.raises(fetch_jars.FetchError, match=f"^{re.escape(str(tmp_path / jar.file_name))} has sha256 "):
+        fetch_jars.fetch([jar], tmp_path, REPO, registry.open, print)
+    assert registry.asked == [], "a jar that is there is checked, not replaced"
+    assert (tmp_path / jar.file_name).read_bytes() == b"something else"
+
+
+def test_a_download_with_another_checksum_leaves_no_jar(tmp_path: Path) -> None:
+    jar = pinned("one", b"one's bytes")
+    registry = Registry({jar.url(REPO): b"altered bytes"})
+    with pytest.raises(fetch_jars.FetchError, match=f"{re.escape(jar.url(REPO))} sent a file with sha256"):
+        fetch_jars.fetch([jar], tmp_path, REPO, registry.open, print)
+    assert list(tmp_path.iterdir()) == []
+
+
+class BrokenTransfer(io.BytesIO):
+    """A response whose connection breaks after the first bytes."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.tell():
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return super().read(4)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")),
+        TimeoutError("timed out"),
+        urllib.error.HTTPError("https://registry.example", 403, "Forbidden", None, None),  # type: ignore[arg-type]
+        None,  # the transfer breaks
+    ],
+)
+def test_without_the_registry_the_message_names_the_folder_to_fill(tmp_path: Path, failure: OSError | None) -> None:
+    there, missing = pinned("there", b"there"), pinned("missing", b"missing")
+    (tmp_path / there.file_name).write_bytes(b"there")
+
+    def unreachable(url: str) -> BinaryIO:
+        if failure is None:
+            return BrokenTransfer(b"missing")
+        raise failure
+
+    with pytest.raises(fetch_jars.FetchError) as error:
+        fetch_jars.fetch([there, missing], tmp_path, REPO, unreachable, print)
+    message = str(error.value)
+    assert message.startswith("Cannot fetch org.example:missing:1.0 from the Maven registry")
+    assert f"download these jars into {tmp_path} (or into a folder named by LATECOMER_JARS_DIR)" in message
+    # The jars still to fetch, from Maven Central: the one there is not listed.
+    assert message.endswith("\n  https://repo1.maven.org/maven2/org/example/missing/1.0/missing-1.0.jar")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["there-1.0.jar"], "no .part left"
+
+
+def test_the_command_says_what_failed_in_one_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The first pinned jar is there with other bytes: checked before anything is fetched.
+    first = tmp_path / spark_config.JARS[0].file_name
+    first.write_bytes(b"not the pinned jar")
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
+    assert fetch_jars.main([]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"fetch_jars: {first} has sha256 ")
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
