@@ -26,7 +26,6 @@ changes before the sixth), and the last two change final days.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from decimal import Decimal
