@@ -84,14 +84,13 @@
 {% endmacro %}
 
 {#- on-run-end: the run's manifest rows as JSON under the target path. -#}
-{% macro write_change_manifest() %}
+{% macro write_change_manifest(holds=none) %}
     {%- if not execute or flags.WHICH not in ('build', 'run') -%}{{ return('') }}{%- endif -%}
     {%- if adapter.get_relation(database=none, schema=target.schema ~ '_audit', identifier='gold_change_manifest') is none -%}
         {{ return('') }}
     {%- endif -%}
     {%- set table = run_query("select * from " ~ manifest_relation() ~ " where invocation_id = '" ~ invocation_id
         ~ "' order by model, partition_value, row_key") -%}
-    {%- set holds = run_holds() -%}
     {%- if table.rows | length == 0 -%}
         {%- if holds is not none and holds.rows | length > 0 -%}
             {%- do write_restatement_digest(table, holds, as_of_given() or run_started_at) -%}

@@ -187,38 +187,21 @@
 
 
 {#- on-run-end: one line saying what the run published and what stays held,
-    and the command that decides it (nothing when no hold was ever opened). -#}
-{% macro report_publication_holds() %}
-    {%- if adapter.get_relation(database=none, schema=target.schema ~ '_audit', identifier='publication_hold_log') is none
-           or adapter.get_relation(database=none, schema=target.schema ~ '_bronze', identifier='hold_decisions') is none -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set sql -%}
-        select
-            partition_value,
-            group_values,
-            checks_fired,
-            (
-                select count(distinct model, partition_value)
-                from {{ manifest_relation() }}
-                where invocation_id = '{{ invocation_id }}' and change != 'unchanged'
-            ) as published_partitions
-        from ({{ hold_state_sql(hold_log_relation(), hold_decisions_relation()) }}) as holds
-        where state = 'open'
-        order by partition_value
-    {%- endset -%}
-    {%- set open = run_query(sql) -%}
-    {%- if open.rows | length == 0 -%}
-        {{ return(none) }}
-    {%- endif -%}
+    and the command that decides it (nothing when no hold is open); `holds`:
+    run_holds(). -#}
+{% macro report_publication_holds(holds) %}
+    {%- if holds is none -%}{{ return(none) }}{%- endif -%}
     {%- set held = [] -%}
-    {%- for row in open.rows -%}
+    {%- for row in holds.rows if row['state'] == 'open' -%}
         {%- do held.append(row['partition_value'] ~ ' (' ~ row['group_values'] ~ ': ' ~ row['checks_fired'] ~ ')') -%}
     {%- endfor -%}
+    {%- if held | length == 0 -%}{{ return(none) }}{%- endif -%}
+    {%- set written = run_query("select count(distinct model, partition_value) from " ~ manifest_relation()
+        ~ " where invocation_id = '" ~ invocation_id ~ "' and change != 'unchanged'").columns[0].values()[0] -%}
     {{ log('Publication holds: ' ~ held | length ~ ' partition(s) held, left as published in every gold model that'
         ~ ' restates them: ' ~ held | join(', ') ~ '; everything else this run computed is published ('
-        ~ open.rows[0]['published_partitions'] ~ ' model partition(s) written). Decide with:'
-        ~ ' python -m python_jobs.landing.steward holds', info=true) }}
+        ~ written ~ ' model partition(s) written). Decide with: python -m python_jobs.landing.steward holds',
+        info=true) }}
 {% endmacro %}
 
 

@@ -105,10 +105,12 @@
     published) write the run's change manifest and digest. -#}
 {% macro publish_run(results) %}
     {%- if not execute or flags.WHICH not in ('build', 'run') -%}{{ return('') }}{%- endif -%}
-    {%- if finish_staged_publication(results) -%}
-        {%- do write_change_manifest() -%}
+    {%- set published = finish_staged_publication(results) -%}
+    {%- set holds = run_holds() -%}
+    {%- if published -%}
+        {%- do write_change_manifest(holds) -%}
     {%- endif -%}
-    {%- do report_publication_holds() -%}
+    {%- do report_publication_holds(holds) -%}
     {{ return('') }}
 {% endmacro %}
 
