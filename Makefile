@@ -12,8 +12,12 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
+# The table formats' jars (python_jobs/core/spark_config.py JARS), in the folder
+# the sessions read them from; the stamp is kept there, so a new folder is filled.
+JARS_DIR := $(or $(LATECOMER_JARS_DIR),jvm/jars)
+JARS_STAMP := $(JARS_DIR)/.fetched
 
-install: $(STAMP) $(HADOOP_JAR) $(JVM_ARCHIVE)
+install: $(STAMP) $(JARS_STAMP) $(HADOOP_JAR) $(JVM_ARCHIVE)
 
 $(STAMP):
 	@command -v java >/dev/null || { echo "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"; exit 1; }
@@ -21,6 +25,13 @@ $(STAMP):
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . -e ./adapter
 	rm -f $(VENV)/.installed-* && touch $@
+
+# Iceberg's and Delta's jars from the Maven registry, at their pinned versions
+# and sha256 (python_jobs/operations/fetch_jars.py); jars already there are
+# checked, not fetched again. Fetched again when the pins change.
+$(JARS_STAMP): python_jobs/core/spark_config.py python_jobs/operations/fetch_jars.py | $(STAMP)
+	$(BIN)/python -m python_jobs.operations.fetch_jars
+	touch $@
 
 # Hadoop's local file system without a chmod process per file (jvm/src; used by
 # python_jobs/core/spark_config.py on local masters). Without javac (a JRE
@@ -38,7 +49,7 @@ $(HADOOP_JAR): requirements.txt $(wildcard jvm/src/latecomer/hadoop/*.java) | $(
 # The classes a command's driver JVM loads at start-up, archived from a warm-up
 # session with the same class path (python_jobs/operations/jvm_archive.py).
 # Without it JVMs load their classes as usual, so a failure here stops nothing.
-$(JVM_ARCHIVE): requirements.txt $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py | $(STAMP)
+$(JVM_ARCHIVE): requirements.txt $(JARS_STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py | $(STAMP)
 	$(BIN)/python -m python_jobs.operations.jvm_archive || true
 
 ## run: land the sample data through ingest and `dbt build` it on the local target

@@ -33,9 +33,18 @@ Environment variables (all optional):
 ``LATECOMER_SHUFFLE_PARTITIONS``
     Shuffle partitions and default parallelism (default ``4``, for two local
     cores; raise it to a few times the cluster's executor cores).
-``LATECOMER_DELTA_JARS``
-    A folder holding ``delta-spark_2.12`` and ``delta-storage`` jars, for the
-    Delta format on machines that cannot reach Maven.
+``LATECOMER_JARS_DIR``
+    The folder holding the table formats' jars (:data:`JARS`; default:
+    ``<repo>/jvm/jars``, git-ignored), which ``make install`` fills from the
+    Maven registry (``python -m python_jobs.operations.fetch_jars``); on a
+    machine that cannot reach it, put the jars there by hand.
+
+The jars Spark loads for a table format (Iceberg's Spark runtime; Delta's
+``delta-spark`` and ``delta-storage``) are Maven artifacts of a pinned version
+and sha256 (:data:`JARS`), fetched and checked once by ``make install``; a
+session only finds them in the jar folder, by name, and fails at once,
+naming the folder and the files, when one is missing. Their other runtime
+dependencies (Scala's library, ANTLR 4's runtime) are among PySpark's jars.
 
 On a local master, ``file:`` paths go through
 ``latecomer.hadoop.ForklessLocalFileSystem`` (``jvm/src``; ``make install``
@@ -60,9 +69,8 @@ take precedence over it.
 
 from __future__ import annotations
 
-import glob
 import os
-import socket
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -109,9 +117,8 @@ JVM_PROFILES = {
 }
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
 COMMAND_PROFILES = ("job", "short")
-DELTA_VERSION = "3.3.2"
-DELTA_PACKAGE = f"io.delta:delta-spark_2.12:{DELTA_VERSION}"
-ICEBERG_RUNTIME_GLOB = "iceberg-spark-runtime-3.5_2.12-*.jar"
+MAVEN_REPOSITORY = "https://repo1.maven.org/maven2"
+DEFAULT_JARS_DIR = REPO_ROOT / "jvm" / "jars"
 # Hadoop's local file system without a chmod process per file written (the
 # module's docstring); built by `make install`.
 FORKLESS_FS_JAR = REPO_ROOT / "jvm" / "build" / "latecomer-hadoop.jar"
@@ -122,6 +129,62 @@ JVM_ARCHIVE = REPO_ROOT / "jvm" / "build" / "latecomer-driver.jsa"
 
 class SparkConfigError(RuntimeError):
     """A configuration problem the user can fix; its message says how."""
+
+
+@dataclass(frozen=True)
+class Jar:
+    """A Maven artifact's jar, pinned to a version and to the sha256 of its bytes."""
+
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+    table_format: str
+
+    @property
+    def coordinates(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    def url(self, repository: str = MAVEN_REPOSITORY) -> str:
+        """The jar's address in a Maven repository (Maven Central by default)."""
+        path = "/".join([*self.group.split("."), self.artifact, self.version, self.file_name])
+        return f"{repository.rstrip('/')}/{path}"
+
+
+# The table formats' jars for PySpark 3.5 (Scala 2.12), from the formats' own
+# artifacts. Their sha256 were computed from the downloaded jars once, after
+# checking them against the .sha1 files Maven Central publishes beside them.
+# Other runtime dependencies of delta-spark's pom (scala-library 2.12.18,
+# antlr4-runtime 4.9.3) are PySpark's own jars. A new version: change the
+# version and the sha256 together.
+JARS = (
+    Jar(
+        "org.apache.iceberg",
+        "iceberg-spark-runtime-3.5_2.12",
+        "1.10.2",
+        "c562d482dcd16b666e808b755469fbc4b2604284b41622c9d87e2c02b7cc6c5f",
+        "iceberg",
+    ),
+    Jar(
+        "io.delta",
+        "delta-spark_2.12",
+        "3.3.2",
+        "4e92085d5d794cf949c50bb665b91384857cad58680c2d0bfc9c7ad353e98e85",
+        "delta",
+    ),
+    Jar(
+        "io.delta",
+        "delta-storage",
+        "3.3.2",
+        "c096975a2ca97ccc9b4005aa5cce16c9ac3903139d340da6665b66ace67d7c36",
+        "delta",
+    ),
+)
+FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake"}
 
 
 def state_dir() -> Path:
@@ -167,62 +230,40 @@ def create_state_dirs(conf: dict[str, str]) -> None:
         private_dir(warehouse)
 
 
-def iceberg_runtime_jar() -> str:
-    """Path of Iceberg's Spark 3.5 / Scala 2.12 runtime jar shipped on PyPI."""
-    try:
-        import snowpark_connect_deps_iceberg as iceberg_deps
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise SparkConfigError(
-            "Iceberg jars missing: install the pinned requirements "
-            "(make install), which bring snowpark-connect-deps-iceberg==1.0.2."
-        ) from exc
-    jar_dir = Path(iceberg_deps.__file__).parent / "jars"
-    jars = sorted(glob.glob(str(jar_dir / ICEBERG_RUNTIME_GLOB)))
-    if not jars:
-        raise SparkConfigError(f"No {ICEBERG_RUNTIME_GLOB} under {jar_dir}.")
-    return jars[-1]
+def jars_dir() -> Path:
+    """The folder holding the table formats' jars: ``LATECOMER_JARS_DIR`` or ``<repo>/jvm/jars``."""
+    return Path(os.environ.get("LATECOMER_JARS_DIR") or DEFAULT_JARS_DIR).resolve()
 
 
-def _maven_reachable(timeout_s: float = 3.0) -> bool:
-    try:
-        with socket.create_connection(("repo1.maven.org", 443), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+def jar_urls(jars: list[Jar], repository: str = MAVEN_REPOSITORY) -> str:
+    """The jars' addresses in ``repository``, one an indented line (for messages)."""
+    return "\n".join(f"  {jar.url(repository)}" for jar in jars)
 
 
-def delta_jars() -> dict[str, str]:
-    """Spark settings that put Delta Lake's jars on the classpath.
+def format_jars(table_format: str) -> list[str]:
+    """Paths of the jars ``table_format`` needs, from :func:`jars_dir`.
 
-    Fails at once, with the fix, when neither a local jar folder nor Maven
-    is available (Spark would otherwise stall resolving packages).
+    Fails at once, naming the folder and the files, when one is missing.
     """
-    jar_dir = os.environ.get("LATECOMER_DELTA_JARS")
-    if jar_dir:
-        jars = sorted(glob.glob(os.path.join(jar_dir, "delta-*.jar")))
-        if not any("delta-spark" in Path(jar).name for jar in jars):
-            raise SparkConfigError(
-                f"LATECOMER_DELTA_JARS={jar_dir} holds no delta-spark_2.12-{DELTA_VERSION}.jar; "
-                "copy delta-spark and delta-storage jars there."
-            )
-        return {"spark.jars": ",".join(jars)}
-    ivy_jar = Path.home() / ".ivy2" / "jars" / f"io.delta_delta-spark_2.12-{DELTA_VERSION}.jar"
-    if ivy_jar.exists() or _maven_reachable():
-        return {"spark.jars.packages": DELTA_PACKAGE}
-    raise SparkConfigError(
-        "Delta Lake jars are unavailable: Maven Central cannot be reached and "
-        "LATECOMER_DELTA_JARS is not set. Download delta-spark_2.12 and "
-        f"delta-storage {DELTA_VERSION} jars into a folder and export "
-        "LATECOMER_DELTA_JARS=/that/folder, or use the iceberg targets."
-    )
+    folder = jars_dir()
+    needed = [jar for jar in JARS if jar.table_format == table_format]
+    missing = [jar for jar in needed if not (folder / jar.file_name).is_file()]
+    if missing:
+        raise SparkConfigError(
+            f"{FORMAT_NAMES[table_format]} jars are missing from {folder}: "
+            f"{', '.join(jar.file_name for jar in missing)}. `make install` fetches them from the Maven "
+            "registry (python -m python_jobs.operations.fetch_jars); on a machine that cannot reach it, "
+            "download them into that folder (or into one named by LATECOMER_JARS_DIR):\n" + jar_urls(missing)
+        )
+    return [str(folder / jar.file_name) for jar in needed]
 
 
 def class_archive_options(master: str, jvm_profile: str) -> list[str]:
     """The driver JVM's option that maps :data:`JVM_ARCHIVE`, when it applies.
 
     Only a command's JVM on a local master has the class path the archive was
-    written with; the Thrift server puts Iceberg's jar first, and a cluster's
-    driver has no file system jar.
+    written with; the Thrift server puts the table format's jars first, and a
+    cluster's driver has no file system jar.
     """
     if master.startswith("local") and jvm_profile in COMMAND_PROFILES and JVM_ARCHIVE.exists():
         return [f"-XX:SharedArchiveFile={JVM_ARCHIVE}"]
@@ -236,9 +277,7 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
     (``jvm_profile="server"``, unless ``LATECOMER_JVM_PROFILE`` says otherwise).
     """
     if table_format not in TABLE_FORMATS:
-        raise SparkConfigError(
-            f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}."
-        )
+        raise SparkConfigError(f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}.")
     jvm_profile = os.environ.get("LATECOMER_JVM_PROFILE") or jvm_profile
     if jvm_profile not in JVM_PROFILES:
         raise SparkConfigError(
@@ -304,22 +343,18 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
     if table_format == "iceberg":
         conf.update(
             {
-                "spark.jars": iceberg_runtime_jar(),
-                "spark.sql.extensions": (
-                    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-                ),
+                "spark.jars": ",".join(format_jars("iceberg")),
+                "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
                 "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
                 "spark.sql.catalog.spark_catalog.type": "hive",
             }
         )
     else:
-        conf.update(delta_jars())
         conf.update(
             {
+                "spark.jars": ",".join(format_jars("delta")),
                 "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                "spark.sql.catalog.spark_catalog": (
-                    "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-                ),
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             }
         )
     return conf
