@@ -145,6 +145,26 @@ def quarantine_rows() -> list[dict]:
     ]
 
 
+def hold_rows() -> list[dict]:
+    def hold(hold_id: str, day: str, state: str, checks: str, detail: str | None, resolution: str | None) -> dict:
+        return {
+            "hold_id": hold_id,
+            "partition_value": day,
+            "group_values": "web",
+            "state": state,
+            "checks_fired": checks,
+            "breaches": detail,
+            "first_held_at": datetime(2024, 1, 19, 6),
+            "last_judged_at": datetime(2024, 1, 21),
+            "resolution_reason": resolution,
+        }
+
+    return [
+        hold("c3", "2024-01-05", "approved", "value_outlier", "net_revenue / orders is 900", "promo <b>day</b>"),
+        hold("a1", "2024-01-12", "open", "closed_growth", "orders grow from 14 to 28 (+100.0%)", None),
+    ]
+
+
 def full_data() -> ReportData:
     return ReportData(
         lateness=cdf_rows(),
@@ -152,6 +172,7 @@ def full_data() -> ReportData:
         restatements=restatement_rows(),
         live_vs_final=live_vs_final_rows(),
         quarantine=quarantine_rows(),
+        holds=hold_rows(),
         as_of=datetime(2024, 1, 21),
     )
 
@@ -401,6 +422,15 @@ def test_quarantine_table_counts_by_source_reason_and_status(dom: Dom) -> None:
     assert len(rows) == 4
 
 
+def test_holds_table_lists_open_holds_first_with_what_decides_them(dom: Dom) -> None:
+    header, rows = dom.table("holds")
+    assert header == ["hold", "partition", "sources", "state", "checks", "first held", "last judged", "detail"]
+    assert [row[:4] for row in rows] == [["a1", "2024-01-12", "web", "open"], ["c3", "2024-01-05", "web", "approved"]]
+    assert dom.record("holds", "a1")["detail"] == "orders grow from 14 to 28 (+100.0%)"
+    assert dom.record("holds", "c3")["detail"] == "promo <b>day</b>"  # text, escaped, never markup
+    assert dom.record("holds", "a1")["first held"] == "2024-01-19 06:00 UTC"
+
+
 def test_empty_datasets_say_no_data_yet(empty_dom: Dom) -> None:
     assert empty_dom.texts["as-of"] == "no gold build yet"
     for key in CHART_KEYS:
@@ -442,7 +472,8 @@ def test_svg_references_resolve_inside_their_chart(pages: dict[str, Path]) -> No
 
 def test_summaries_one_line_per_chart() -> None:
     summaries = {chart.key: chart.summary for chart in report.build_charts(full_data())}
-    assert list(summaries) == list(CHART_KEYS)
+    assert list(summaries) == [*CHART_KEYS, "holds"]
+    assert summaries["holds"] == "1 open hold(s), 1 closed; decide with python -m python_jobs.landing.steward holds"
     assert summaries["lateness-cdf"].startswith("3 source(s), 16 events")
     assert summaries["restatements"] == "3 restated row(s) in 2 run(s), 2 partition(s); net revenue -2.25"
     assert summaries["live-vs-final"].startswith("3 event date(s), 2 moved")
