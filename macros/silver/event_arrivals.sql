@@ -65,3 +65,16 @@
     from {{ name }}_routed
 )
 {%- endmacro %}
+
+
+{#- SQL: a quarantine row's columns taken from an arrival ledger row (`alias`),
+    with `reason` (SQL) as its quarantine_reason: silver_quarantine writes them
+    for the ledger's own quarantine route and for rows it holds later. -#}
+{% macro quarantined_arrival_columns(alias, reason) -%}
+    {%- for column in ['bronze_row_id', 'ingestion_id', 'source_system', 'event_id', 'event_key', 'event_type',
+                       'event_ts', 'event_date', 'arrival_ts', 'lateness_seconds'] %}
+    {{ alias }}.{{ column }},
+    {%- endfor %}
+    {{ reason }} as quarantine_reason,
+    {{ alias }}.raw_payload
+{%- endmacro %}

@@ -22,6 +22,10 @@
 {#- The columns the change log compares (previous_<column> on each row). #}
 {%- set capture_columns = {'event_type': 'string', 'user_id': 'string', 'amount': 'decimal(18, 2)',
                            'event_ts': 'timestamp', 'event_date': 'date', 'is_deleted': 'boolean'} %}
+{#- The columns a row takes from its winning arrival. #}
+{%- set arrival_columns = ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind', 'precedence',
+                           'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
+                           'lateness_seconds', 'watermark_tier'] %}
 {#- With no new arrival and no release since the last run, the batch is
     planned as empty and Spark reads none of this table's history. #}
 {%- set nothing_new = is_incremental() and not window and not any_rows(
@@ -329,9 +333,7 @@ merged_batch as (
     select
         resolved_event_id as event_id,
         source_system,
-        {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
-                           'precedence', 'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
-                           'lateness_seconds', 'watermark_tier'] %}
+        {%- for column in arrival_columns %}
         case when new_wins then {{ column }} else old_{{ column }} end as {{ column }},
         {%- endfor %}
         case when new_wins then record_kind = 'deletion' else old_is_deleted end as is_deleted,
@@ -403,9 +405,7 @@ final as (
     select
         event_id,
         source_system,
-        {%- for column in ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind',
-                           'precedence', 'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
-                           'lateness_seconds', 'watermark_tier'] %}
+        {%- for column in arrival_columns %}
         {{ column }},
         {%- endfor %}
         true as is_deleted,

@@ -35,18 +35,7 @@ unresolved_aliases as (
     silver). #}
 unresolved_chain_arrivals as (
     select
-        ledger.bronze_row_id,
-        ledger.ingestion_id,
-        ledger.source_system,
-        ledger.event_id,
-        ledger.event_key,
-        ledger.event_type,
-        ledger.event_ts,
-        ledger.event_date,
-        ledger.arrival_ts,
-        ledger.lateness_seconds,
-        'unresolved_correction_chain' as quarantine_reason,
-        ledger.raw_payload,
+        {{ quarantined_arrival_columns('ledger', "'unresolved_correction_chain'") }},
         {{ as_of_ts() }} as first_seen_at,
         'quarantined' as status,
         cast(null as string) as decision_reason,
@@ -67,18 +56,7 @@ existing as (
 
 newly_quarantined as (
     select
-        arrivals.bronze_row_id,
-        arrivals.ingestion_id,
-        arrivals.source_system,
-        arrivals.event_id,
-        arrivals.event_key,
-        arrivals.event_type,
-        arrivals.event_ts,
-        arrivals.event_date,
-        arrivals.arrival_ts,
-        arrivals.lateness_seconds,
-        arrivals.quarantine_reason,
-        arrivals.raw_payload,
+        {{ quarantined_arrival_columns('arrivals', 'arrivals.quarantine_reason') }},
         {{ as_of_ts() }} as first_seen_at,
         'quarantined' as status,
         cast(null as string) as decision_reason,
@@ -145,18 +123,7 @@ decided as (
     rebuilds their dates without them. #}
 rejected_from_silver as (
     select
-        ledger.bronze_row_id,
-        ledger.ingestion_id,
-        ledger.source_system,
-        ledger.event_id,
-        ledger.event_key,
-        ledger.event_type,
-        ledger.event_ts,
-        ledger.event_date,
-        ledger.arrival_ts,
-        ledger.lateness_seconds,
-        'publication_hold_rejected' as quarantine_reason,
-        ledger.raw_payload,
+        {{ quarantined_arrival_columns('ledger', "'publication_hold_rejected'") }},
         {{ as_of_ts() }} as first_seen_at,
         'rejected' as status,
         decisions.reason as decision_reason,

@@ -143,6 +143,13 @@ class Store:
         assert self.project.ingest(source, path, arrival_ts=arrival.isoformat()) == 0
         self.arrivals += arrivals_from_lines(source, arrival, path.name, path.read_text().splitlines())
 
+    def land_sent(self, lines: dict[str, list[Line]], since: datetime, until: datetime, step: int) -> None:
+        """Lands, at ``until``, what each source sent after ``since``: one file per source."""
+        for source, sent in lines.items():
+            due = [line.record for line in sent if since < line.arrival <= until]
+            if due:
+                self.land(source, due, until, f"{source}_{step:02d}")
+
     def build(self, as_of: datetime, expect_ok: bool = True, **more_vars: Any) -> Any:
         return self.project.dbt(
             "build",

@@ -129,10 +129,7 @@ def store(module_project: Project, tmp_path_factory: pytest.TempPathFactory) -> 
     previous = datetime.min.replace(tzinfo=UTC)
     for step, at in enumerate(build_times()):
         landing = at - timedelta(minutes=30)
-        for source, sent in lines.items():
-            due = [line.record for line in sent if previous < line.arrival <= landing]
-            if due:
-                store.land(source, due, landing, f"{source}_{step:02d}")
+        store.land_sent(lines, previous, landing, step)
         previous = landing
     build(store, LAST_BUILD)
     assert daily(module_project) == expected(store.arrivals)

@@ -174,10 +174,7 @@ def schedule(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
     checked, builds, judged = [], 0, 0
     for step, at in enumerate(build_times()):
         landing = at - timedelta(minutes=30)
-        for source, sent in lines.items():
-            due = [line.record for line in sent if previous < line.arrival <= landing]
-            if due:
-                store.land(source, due, landing, f"{source}_{step:02d}")
+        store.land_sent(lines, previous, landing, step)
         previous = landing
         result = store.build(at, expect_ok=False)
         assert result.success, f"build {step} at {at} failed: {store.project.messages[-5:]}"
