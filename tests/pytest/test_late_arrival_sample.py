@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 from dbt.adapters.latecomer.connections import SessionCursor
 
-from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project
+from tests.pytest.conftest import ROOT, Project
 from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, expected_state
 
 LANDING = ROOT / "seeds" / "landing"
@@ -229,17 +229,10 @@ def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjso
         ],
     )
     assert sample.ingest("backoffice", late, arrival_ts="2024-01-22T10:00:00+00:00") == 0
-    # The 12th has been final since the 20th: the publication gate holds the change back...
-    published = before[(date(2024, 1, 12), "backoffice")]
-    blocked = sample.dbt("build", "--select", CORE, vars={"as_of": "2024-01-22T11:00:00+00:00"}, expect_ok=False)
-    assert not blocked.success and gold_rows(sample) == before
-    assert any(
-        "partition 2024-01-12 (backoffice) is final and its net_revenue moves from" in message
-        and f"expected {published.net_revenue} (a final partition may change by 0%; reasons: late_arrival)" in message
-        for message in sample.messages
-    )
-    # ...until someone who checked it (a late back-office entry) publishes it.
-    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE, **GATE_OVERRIDE)
+    # The 12th has been final since the 20th; a 10-day-late entry is within the
+    # watermark tiers, so the default configuration publishes it without anyone.
+    sample.build(as_of="2024-01-22T11:00:00+00:00", select=CORE)
+    assert not any("publication hold" in message for message in sample.messages)
     after = gold_rows(sample)
     changed = {key for key in after if key not in before or after[key].version != before[key].version}
     assert changed == {(date(2024, 1, 12), "backoffice")}
@@ -250,6 +243,7 @@ def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjso
         before[(date(2024, 1, 12), "backoffice")].refunds + 4,
     )
     assert row.restatement_reason == "late_arrival" and row.restated_on == datetime(2024, 1, 22, 11)
+    assert row.status == "final" and row.is_restated_after_final
     for key in before.keys() - changed:
         assert after[key].restated_on == before[key].restated_on
 
@@ -275,7 +269,7 @@ def test_correction_after_final_is_applied_and_flagged(sample: Project, write_nd
     as_of = "2024-02-10T00:00:00+00:00"
     before = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert sample.ingest("web", fix, arrival_ts="2024-02-09T00:00:00+00:00") == 0
-    sample.build(as_of=as_of, select=CORE, **GATE_OVERRIDE)  # finance confirmed the price
+    sample.build(as_of=as_of, select=CORE)  # a correction within the tiers: published, flagged
     row = gold_rows(sample)[(date(2024, 1, 15), "web")]
     assert row.gross_revenue == before.gross_revenue - 20
     assert row.status == "final" and row.is_restated_after_final

@@ -192,6 +192,10 @@ def test_each_bad_partition_is_held_with_its_check_and_figures(store: Store, bad
         assert hold["first_held_at"] == hold["last_judged_at"]
     end_line = " ".join(m for m in bad_build["messages"] if "Publication holds:" in m)
     assert "3 partition(s) held" in end_line and "python -m python_jobs.landing.steward holds" in end_line
+    alert = store.project.dbt("test", "--select", "alert_publication_holds", vars={"as_of": BAD_AT.isoformat()})
+    assert [(r.node.name, r.status, r.failures) for r in alert.result.results] == [
+        ("alert_publication_holds", "warn", 3)
+    ]
 
 
 def test_held_partitions_stay_as_published_in_every_model(store: Store, bad_build: dict[str, Any]) -> None:
