@@ -160,7 +160,9 @@ class Jar:
 # checking them against the .sha1 files Maven Central publishes beside them.
 # Other runtime dependencies of delta-spark's pom (scala-library 2.12.18,
 # antlr4-runtime 4.9.3) are PySpark's own jars. A new version: change the
-# version and the sha256 together.
+# version and the sha256 together. Delta 3.3.3, not 3.3.2: Spark 3.5.6+ refuses
+# 3.3.2's overwrite of a table ("does not support truncate in batch mode",
+# delta-io/delta#4671), which 3.3.3 fixes.
 JARS = (
     Jar(
         "org.apache.iceberg",
@@ -172,15 +174,15 @@ JARS = (
     Jar(
         "io.delta",
         "delta-spark_2.12",
-        "3.3.2",
-        "4e92085d5d794cf949c50bb665b91384857cad58680c2d0bfc9c7ad353e98e85",
+        "3.3.3",
+        "4912bf902a1c453aba3bd838ff212dedd357155212f9bb37a6b47d97f2827ebc",
         "delta",
     ),
     Jar(
         "io.delta",
         "delta-storage",
-        "3.3.2",
-        "c096975a2ca97ccc9b4005aa5cce16c9ac3903139d340da6665b66ace67d7c36",
+        "3.3.3",
+        "45ad193053fd30cebe6d9ab1889873cde39b223a0f210e00ebee8b6642476901",
         "delta",
     ),
 )

@@ -146,14 +146,14 @@ def test_the_pins_name_each_formats_own_artifacts() -> None:
     pins = {(jar.table_format, jar.coordinates) for jar in spark_config.JARS}
     assert pins == {
         ("iceberg", "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"),
-        ("delta", "io.delta:delta-spark_2.12:3.3.2"),
-        ("delta", "io.delta:delta-storage:3.3.2"),
+        ("delta", "io.delta:delta-spark_2.12:3.3.3"),
+        ("delta", "io.delta:delta-storage:3.3.3"),
     }
     for jar in spark_config.JARS:
         assert re.fullmatch(r"[0-9a-f]{64}", jar.sha256), jar
     delta_spark = next(jar for jar in spark_config.JARS if jar.artifact == "delta-spark_2.12")
     assert delta_spark.url() == (
-        "https://repo1.maven.org/maven2/io/delta/delta-spark_2.12/3.3.2/delta-spark_2.12-3.3.2.jar"
+        "https://repo1.maven.org/maven2/io/delta/delta-spark_2.12/3.3.3/delta-spark_2.12-3.3.3.jar"
     )
     assert delta_spark.url("https://mirror.example/maven/").startswith("https://mirror.example/maven/io/delta/")
 
@@ -173,8 +173,8 @@ def test_sessions_take_each_formats_jars_from_the_jar_folder(monkeypatch: pytest
     assert "spark.jars.packages" not in iceberg
     delta = spark_config.spark_conf("delta")
     assert delta["spark.jars"].split(",") == [
-        str(tmp_path / "delta-spark_2.12-3.3.2.jar"),
-        str(tmp_path / "delta-storage-3.3.2.jar"),
+        str(tmp_path / "delta-spark_2.12-3.3.3.jar"),
+        str(tmp_path / "delta-storage-3.3.3.jar"),
     ]
     assert "spark.jars.packages" not in delta
     assert delta["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
@@ -186,13 +186,13 @@ def test_a_missing_jar_fails_at_once_naming_the_folder_to_fill(monkeypatch: pyte
     folder = tmp_path / "jars"
     monkeypatch.setenv("LATECOMER_JARS_DIR", str(folder))
     folder.mkdir()
-    (folder / "delta-spark_2.12-3.3.2.jar").touch()
+    (folder / "delta-spark_2.12-3.3.3.jar").touch()
     with pytest.raises(spark_config.SparkConfigError) as delta:
         spark_config.spark_conf("delta")
     message = str(delta.value)
-    assert message.startswith(f"Delta Lake jars are missing from {folder}: delta-storage-3.3.2.jar.")
+    assert message.startswith(f"Delta Lake jars are missing from {folder}: delta-storage-3.3.3.jar.")
     assert "LATECOMER_JARS_DIR" in message and "make install" in message
-    assert message.endswith("\n  https://repo1.maven.org/maven2/io/delta/delta-storage/3.3.2/delta-storage-3.3.2.jar")
+    assert message.endswith("\n  https://repo1.maven.org/maven2/io/delta/delta-storage/3.3.3/delta-storage-3.3.3.jar")
     with pytest.raises(spark_config.SparkConfigError, match="Iceberg jars are missing from .*iceberg-spark-runtime"):
         spark_config.spark_conf("iceberg")
 

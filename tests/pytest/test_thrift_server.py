@@ -368,5 +368,5 @@ def test_delta_target_without_jars_fails_fast(command: str, tmp_path: Path) -> N
     assert result.returncode != 0, output
     assert elapsed < 60, f"took {elapsed:.1f}s"  # no JVM is started
     assert output.count(f"Delta Lake jars are missing from {tmp_path / 'jars'}") == 1, output
-    assert "LATECOMER_JARS_DIR" in output and "delta-storage-3.3.2.jar" in output
+    assert "LATECOMER_JARS_DIR" in output and "delta-storage-3.3.3.jar" in output
     assert "Traceback" not in output
