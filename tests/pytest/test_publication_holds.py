@@ -356,3 +356,14 @@ def test_a_correction_cycle_is_quarantined_and_the_build_goes_on(store: Store, b
     store.arrivals = [a for a in store.arrivals if a.file_key != "cycle_backoffice.ndjson"]
     assert daily(project) == expected(store.arrivals)
     assert_models_agree(project)
+
+
+def test_every_data_test_passes_on_what_the_holds_left(store: Store, bad_build: dict[str, Any]) -> None:
+    """After holds, a clear, an approval, a rejection with its replay and a quarantined
+    cycle: conservation of bronze rows, keys, causes adding up to each change."""
+    result = store.project.dbt(
+        "test", "--exclude", "path:tests/monitoring", vars={"as_of": (BAD_AT + timedelta(hours=9)).isoformat()}
+    )
+    statuses = {r.node.name: r.status for r in result.result.results}
+    assert statuses and set(statuses.values()) == {"pass"}, {k: v for k, v in statuses.items() if v != "pass"}
+    assert "assert_bronze_rows_conserved" in statuses and any(name.startswith("causes_sum") for name in statuses)
