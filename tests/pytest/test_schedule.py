@@ -33,7 +33,10 @@ from tests.pytest.conftest import Project
 from tests.pytest.reference import expected_daily_revenue
 from tests.pytest.store_timeline import Line, Store, cents, gate_checks, order
 
-SELECT = "+gold_daily_revenue +gold_hourly_revenue +gold_monthly_revenue +gold_revenue_by_tier publication_holds"
+SELECT = (
+    "+gold_daily_revenue +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
+    " publication_holds"
+)
 FIRST_DAY = datetime(2024, 3, 1, tzinfo=UTC)
 EVENT_DAYS = 45
 BUILD_EVERY = timedelta(hours=48)
