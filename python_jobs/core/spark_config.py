@@ -187,6 +187,14 @@ JARS = (
     ),
 )
 FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake"}
+# Delta on a local master (a few cores, tables of a few files), as Delta's
+# own test suite runs it (its build.sbt): a snapshot's state (the table's
+# files, from its log) is rebuilt in snapshotPartitions tasks at every new
+# version a query reads, and the default 50 is sized for tables of millions
+# of files; on two cores those 50 tasks took most of a small write's time.
+DELTA_LOCAL_SETTINGS = {
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
 
 
 def state_dir() -> Path:
@@ -359,6 +367,11 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
                 "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             }
         )
+        if master.startswith("local"):
+            conf.update(DELTA_LOCAL_SETTINGS)
+            # VACUUM lists a table's folders in this many tasks (Spark's
+            # default, 10000, is meant for a cluster listing an object store).
+            conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] = shuffle_partitions
     return conf
 
 

@@ -298,3 +298,15 @@ def test_the_command_says_what_failed_in_one_message(
     err = capsys.readouterr().err
     assert err.startswith(f"fetch_jars: {first} has sha256 ")
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_delta_on_a_local_master_takes_small_store_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
+    for jar in spark_config.JARS:
+        (tmp_path / jar.file_name).touch()
+    local = spark_config.spark_conf("delta", master="local[2]")
+    assert local["spark.databricks.delta.snapshotPartitions"] == "2"
+    assert local["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == local["spark.sql.shuffle.partitions"]
+    cluster = spark_config.spark_conf("delta", master="spark://127.0.0.1:7077")
+    assert "spark.databricks.delta.snapshotPartitions" not in cluster
+    assert "spark.databricks.delta.snapshotPartitions" not in spark_config.spark_conf("iceberg", master="local[2]")
