@@ -32,9 +32,10 @@ e.g. ``orders``; a limit set to null turns its check off):
     shrink             the count falls by more than ``max_shrink`` of what
                        was published, even when explained (a day deleted);
     closed_growth      a closed (preliminary or final) partition's count grows
-                       by more than ``max_closed_growth``: its day has closed,
-                       so only its sources' late tail is still to come (live
-                       partitions are still filling and may grow freely);
+                       by more than ``max_closed_growth`` and by more than
+                       ``min_count`` events: its day has closed, so only its
+                       sources' late tail is still to come (live partitions
+                       are still filling and may grow freely);
     value_outlier      the measure per event rises above ``max_value_factor``
                        times the group's typical value (the median over its
                        other published partitions, or its own published
@@ -523,13 +524,16 @@ def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
     limit = limits.setting("max_closed_growth")
     if limit is None or not figures.count:
         return
+    slack = limits.setting("min_count")
     for group in _judged_groups(figures):
         if group.published_status not in ("preliminary", "final"):
             continue
         growth = _count_share_beyond(group, limits, limit, 1)
-        if growth is None:
+        # A few events more are a small source's ordinary late tail, whatever
+        # share of it they are: up to min_count more always pass.
+        if growth is None or group.count_change <= slack:
             continue
-        high = group.published_count * (1 + Decimal(str(limit)))
+        high = group.published_count + max(group.published_count * Decimal(str(limit)), Decimal(slack))
         yield _group_breach(
             "closed_growth",
             group,
@@ -538,7 +542,7 @@ def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
             message=(
                 f"{group.label} is {group.published_status} and its {figures.count} grow from "
                 f"{group.published_count} to {group.new_count} ({_signed_percent(growth)}); expected at most "
-                f"{_plain(high)} (its day has closed: at most {_percent(limit)}% more; reasons: "
+                f"{_plain(high)} (its day has closed: at most {_percent(limit)}% or {slack} more; reasons: "
                 f"{_reasons_text(group)})"
             ),
         )

@@ -216,12 +216,22 @@ def test_a_closed_day_counted_twice_breaches() -> None:
     assert (breach.figure, breach.observed, breach.allowed) == ("closed_growth", 1.0, AllowedRange(None, 0.5))
     assert breach.message == (
         "partition 2024-03-07 (web) is preliminary and its orders grow from 20 to 40 (+100.0%); expected at most 30"
-        " (its day has closed: at most 50.0% more; reasons: late_arrival)"
+        " (its day has closed: at most 50.0% or 5 more; reasons: late_arrival)"
     )
     final = judge([*days(6), group("2024-03-07", "170.00", "340.00", orders=17, new_orders=34)])
     assert [(b.figure, b.message.split(";")[0]) for b in final.breaches] == [
         ("closed_growth", "partition 2024-03-07 (web) is final and its orders grow from 17 to 34 (+100.0%)")
     ]
+
+
+def test_a_small_source_may_gain_a_few_events_whatever_their_share() -> None:
+    # 5 orders when its day closed, 8 now (+60 %): three late orders are a small source's tail
+    assert judge([*days(6), group("2024-03-07", "50.00", "80.00", status="preliminary", orders=5, new_orders=8)]).passed
+    # 6 more than 6 (+100 %) are past both: at most 6 + max(3, 5) = 11
+    (breach,) = judge(
+        [*days(6), group("2024-03-07", "60.00", "120.00", status="preliminary", orders=6, new_orders=12)]
+    ).breaches
+    assert breach.figure == "closed_growth" and "expected at most 11 " in breach.message
 
 
 def test_growth_of_a_small_preliminary_group_is_not_a_share() -> None:
