@@ -10,8 +10,10 @@
     3. build        stage a SQL model's rows, then create or replace the
                     table from them (SQL or Python);
     4. record       the fingerprint as the table's property.
-    Where a version cannot be read (a format other than Iceberg) the model is
-    rebuilt every run, as a `table` would be. Config as_of_dependent=false
+    A version is Iceberg's current snapshot id, or the version of a Delta
+    table's last commit (DESCRIBE HISTORY); where none can be read (a table
+    of another provider) the model is rebuilt every run, as a `table` would
+    be. Config as_of_dependent=false
     leaves as_of out of the fingerprint, for a model whose rows do not depend
     on it.
 
@@ -207,23 +209,26 @@
 {% endmacro %}
 
 
-{#- The table's current version id; 'absent' for a table not created yet
-    and 'empty' for an Iceberg table with no snapshot (a landing table
-    before its first file: a fingerprint then changes when rows land); none
-    where the format has none to read. -#}
+{#- The table's current version id (Iceberg's snapshot id, Delta's last
+    commit version); 'absent' for a table not created yet and 'empty' for an
+    Iceberg table with no snapshot (a landing table before its first file: a
+    fingerprint then changes when rows land); none where the table has no
+    version to read. -#}
 {% macro current_table_version(relation) %}
     {{ return(adapter.dispatch('current_table_version', 'latecomer')(relation)) }}
 {% endmacro %}
 
 {% macro default__current_table_version(relation) %}
-    {%- if versions_table_format() != 'iceberg' -%}
-        {{ return(none) }}
-    {%- endif -%}
     {%- set parts = (relation | string | replace('`', '')).split('.') -%}
     {%- set found = adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) -%}
     {%- if found is none -%}
         {#- not created yet (a landing table before its first file) -#}
         {{ return('absent') }}
+    {%- endif -%}
+    {%- if versions_table_format() == 'delta' -%}
+        {#- Delta: the version of the table's last commit (DESCRIBE HISTORY);
+            none for a table of another provider, which has no history. -#}
+        {{ return(current_version(relation) if found.is_delta is not false else none) }}
     {%- endif -%}
     {%- set version = current_version(relation) -%}
     {%- if version is none and found.is_iceberg -%}
