@@ -983,8 +983,8 @@ def session_for(target: str) -> SparkSession:
 
 
 def default_schema(target: str) -> str:
-    fixed = SESSION_TARGETS.get(target, ("", None, None))[2]
-    return fixed or os.environ.get("LATECOMER_SCHEMA", "latecomer")
+    default = SESSION_TARGETS.get(target, ("", None, None))[2]
+    return os.environ.get("LATECOMER_SCHEMA") or default or "latecomer"
 
 
 def build_parser() -> argparse.ArgumentParser:

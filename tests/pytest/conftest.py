@@ -33,6 +33,16 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # embedded metastore's race under concurrent writes is held off by the
 # adapter's write lock whatever the count (adapter/.../locks.py).
 os.environ.setdefault("LATECOMER_THREADS", "2")
+# The table format the suite runs on: iceberg (the default; dbt target
+# `local`) or delta (LATECOMER_TEST_FORMAT=delta; dbt target `delta`). The
+# session, dbt's target and the landing jobs (LATECOMER_TABLE_FORMAT) all
+# take it; a test of one format's own mechanism skips on the other
+# (`iceberg_only`).
+TEST_FORMAT = os.environ.get("LATECOMER_TEST_FORMAT", "iceberg").lower()
+if TEST_FORMAT not in ("iceberg", "delta"):
+    raise SystemExit(f"LATECOMER_TEST_FORMAT={TEST_FORMAT!r}: choose iceberg or delta")
+os.environ["LATECOMER_TABLE_FORMAT"] = TEST_FORMAT
+TEST_TARGET = {"iceberg": "local", "delta": "delta"}[TEST_FORMAT]
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
@@ -51,7 +61,7 @@ PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT"
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
-    session = get_spark("iceberg")
+    session = get_spark(TEST_FORMAT)
     yield session
     session.stop()
     shutil.rmtree(STATE_DIR, ignore_errors=True)
@@ -63,7 +73,7 @@ class Project:
 
     spark: SparkSession
     schema: str
-    target: str = "local"
+    target: str = TEST_TARGET
     target_path: Path = field(default_factory=lambda: ROOT / "target" / "pytest")
     project_dir: Path = ROOT
     # dbt's log messages (not debug) of the last invocation.
@@ -168,6 +178,48 @@ MODULE_SCHEMA = "t_module"
 # all of them, since vars dbt has not parsed with in a target folder make it
 # parse the project again (test_hostile_vars.py gives a text of its own).
 GATE_OVERRIDE = {"publication_gate_override": "checked by hand"}
+
+
+def version_count(spark: SparkSession, table: str) -> int:
+    """How many versions ``table`` has: Iceberg's snapshots, Delta's commits (DESCRIBE HISTORY)."""
+    if TEST_FORMAT == "delta":
+        return spark.sql(f"describe history {table}").count()
+    return spark.sql(f"select count(*) from {table}.snapshots").first()[0]
+
+
+def version_log(spark: SparkSession, table: str) -> list[tuple[str, str]]:
+    """``table``'s versions as they became current, oldest first: (version id,
+    'yyyy-MM-dd HH:mm:ss.SSSSSS' UTC). Iceberg: its snapshot log (`history`),
+    where a rollback makes an older snapshot current again; Delta: its
+    commits, where a RESTORE is a commit of its own."""
+    if TEST_FORMAT == "delta":
+        rows = (
+            spark.sql(f"describe history {table}")
+            .selectExpr("cast(version as string)", "date_format(timestamp, 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
+            .orderBy("version")
+            .collect()
+        )
+    else:
+        rows = spark.sql(
+            "select cast(snapshot_id as string), date_format(made_current_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
+            f" from {table}.history order by made_current_at"
+        ).collect()
+    return [(row[0], row[1]) for row in rows]
+
+
+def version_parents(spark: SparkSession, table: str) -> dict[int, int | None]:
+    """Each version of ``table`` and the one it was written on: Iceberg's
+    snapshot parent, Delta's commit readVersion."""
+    if TEST_FORMAT == "delta":
+        rows = spark.sql(f"describe history {table}").select("version", "readVersion").collect()
+    else:
+        rows = spark.sql(f"select snapshot_id, parent_id from {table}.snapshots").collect()
+    return {row[0]: row[1] for row in rows}
+
+
+def iceberg_only(feature: str) -> pytest.MarkDecorator:
+    """Skips a test on Delta: it checks ``feature``, a mechanism only Iceberg has."""
+    return pytest.mark.skipif(TEST_FORMAT != "iceberg", reason=f"Iceberg only: {feature}")
 
 
 def _deployment(spark: SparkSession, schema: str) -> Iterator[Project]:

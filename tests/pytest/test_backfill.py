@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project, Webhook
+from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project, Webhook, version_count, version_parents
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 # (gold_daily_revenue_causes: its data test checks that the causes of every
@@ -86,7 +86,7 @@ class Deployment:
         return sorted(tuple(r) for r in self.project.table(layer, name).collect())
 
     def snapshots(self, layer: str, name: str) -> int:
-        return self.project.spark.sql(f"select count(*) from {self.project.schema}_{layer}.{name}.snapshots").first()[0]
+        return version_count(self.project.spark, f"{self.project.schema}_{layer}.{name}")
 
     def state(self) -> dict[str, Any]:
         """Every silver, gold and audit table's rows and snapshot count."""
@@ -221,8 +221,8 @@ def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
     assert (row.before_row_version, row.after_row_version) == (1, 2)
     assert row.restatement_reason == "backfill"
     # The table versions are the backfill's MERGE commit and its parent.
-    parents = deployment.project.sql("select snapshot_id, parent_id from {schema}_gold.gold_daily_revenue.snapshots")
-    assert dict(parents)[int(row.after_table_version)] == int(row.before_table_version)
+    parents = version_parents(deployment.project.spark, f"{deployment.project.schema}_gold.gold_daily_revenue")
+    assert parents[int(row.after_table_version)] == int(row.before_table_version)
     assert json.loads(row.input_watermarks)["bronze_ingestions.ingested_at"]
 
     written = json.loads((deployment.project.artifacts / "change_manifest.json").read_text())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import GATE_OVERRIDE, Project
+from tests.pytest.conftest import GATE_OVERRIDE, TEST_FORMAT, Project, iceberg_only, version_log
 
 GOLD = "+gold_daily_revenue"
 # Why gold's rows changed, version by version (the model and its data tests).
@@ -59,12 +59,8 @@ class Entry:
 
 def history(project: Project) -> list[Entry]:
     """gold_daily_revenue's snapshot log, oldest first (plain Spark, not the macros)."""
-    rows = project.sql(
-        "select cast(snapshot_id as string) as snapshot_id,"
-        " date_format(made_current_at, 'yyyy-MM-dd HH:mm:ss.SSSSSS') as made_current_at"
-        " from {schema}_gold.gold_daily_revenue.history order by made_current_at"
-    )
-    return [Entry(row.snapshot_id, datetime.fromisoformat(row.made_current_at)) for row in rows]
+    log = version_log(project.spark, f"{project.schema}_gold.gold_daily_revenue")
+    return [Entry(version, datetime.fromisoformat(made_current_at)) for version, made_current_at in log]
 
 
 def dbt(project: Project, *args: str, expect_ok: bool = True, target: str | None = None) -> tuple[Any, list[str]]:
@@ -248,6 +244,11 @@ RETENTION = {
     "history.expire.max-snapshot-age-ms": str(int(HORIZON.total_seconds() * 1000)),
     "history.expire.min-snapshots-to-keep": "2",
 }
+if TEST_FORMAT == "delta":
+    RETENTION = {
+        "delta.logRetentionDuration": f"interval {int(HORIZON.total_seconds() // 3600)} hours",
+        "delta.deletedFileRetentionDuration": f"interval {int(HORIZON.total_seconds() // 3600)} hours",
+    }
 
 
 def retention(project: Project, table: str) -> dict[str, str | None]:
@@ -260,6 +261,7 @@ def test_retention_properties_are_set_when_tables_are_created(runs: Runs) -> Non
         assert retention(runs.project, f"{{schema}}_{table}") == RETENTION, table
 
 
+@iceberg_only("snapshot expiry (expire_snapshots, a rollback's snapshot log, min-snapshots-to-keep)")
 def test_maintain_tables_keeps_every_version_inside_the_horizon(runs: Runs) -> None:
     project = runs.project
     log = history(project)  # run 1, run 2, restore to run 1, re-run
@@ -304,9 +306,8 @@ def test_maintain_tables_keeps_every_version_inside_the_horizon(runs: Runs) -> N
 
 
 def test_delta_rendering(runs: Runs) -> None:
-    """Delta's jars cannot be loaded here, so its SQL never runs in these tests.
-    The delta target on the running (Iceberg) session still renders the macros
-    that run no query: time travel fragments and retention properties."""
+    """The delta target renders the macros that run no query, whatever the
+    session's format: time travel fragments and retention properties."""
     sql = compiled(
         runs.project,
         "{{ relation_at_version(ref('gold_daily_revenue'), 7) }}"
@@ -315,10 +316,10 @@ def test_delta_rendering(runs: Runs) -> None:
         target="delta",
     )
     at_version, at_time, properties = sql.split(" | ")
-    assert at_version == "latecomer_delta_gold.gold_daily_revenue version as of 7"
-    assert at_time == (
-        "latecomer_delta_gold.gold_daily_revenue timestamp as of cast('2024-01-22T00:00:00+00:00' as timestamp)"
-    )
+    # (the delta target's schema is the deployment's, LATECOMER_SCHEMA, as the other targets')
+    gold_table = f"{runs.project.schema}_gold.gold_daily_revenue"
+    assert at_version == f"{gold_table} version as of 7"
+    assert at_time == f"{gold_table} timestamp as of cast('2024-01-22T00:00:00+00:00' as timestamp)"
     hours = int(HORIZON.total_seconds() // 3600)
     assert json.loads(properties) == {
         "delta.logRetentionDuration": f"interval {hours} hours",
