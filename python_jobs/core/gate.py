@@ -41,6 +41,10 @@ e.g. ``orders``; a limit set to null turns its check off):
                        other published partitions, or its own published
                        value when it has fewer than ``min_history`` of them).
 
+Every per-group setting may be given for one source under ``sources`` (e.g.
+``sources: {partner: {max_closed_growth: 2}}`` for a source that delivers
+most of a day a day late): the group's own value, else the var's.
+
 Groups published with fewer than ``min_count`` events, where one event is a
 large share, are left alone by ``shrink`` and ``growth``, and by
 ``value_outlier`` when it would compare them with their own published value.
@@ -62,7 +66,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -187,10 +191,13 @@ class GateLimits:
     max_total_change: float | None
     max_row_change: float | None
     settings: Mapping[str, Any]
+    # A group's (source's) own per-group settings, over ``settings``.
+    by_group: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_mapping(cls, limits: Mapping[str, Any] | None) -> GateLimits:
-        limits = limits or {}
+        limits = dict(limits or {})
+        sources = limits.pop("sources", None) or {}
         missing = [name for name in LIMIT_NAMES if name not in limits]
         if missing:
             raise GateConfigError(f"var publication_gate needs {', '.join(LIMIT_NAMES)}; missing {', '.join(missing)}")
@@ -202,22 +209,41 @@ class GateLimits:
         unknown = sorted(set(limits) - set(LIMIT_NAMES) - set(GROUP_DEFAULTS))
         if unknown:
             raise GateConfigError(f"var publication_gate: unknown setting {', '.join(unknown)}")
-        settings = {**GROUP_DEFAULTS, **limits}
-        for name in GROUP_DEFAULTS:
-            value = settings[name]
-            if name in REASON_SETTINGS:
-                if isinstance(value, str) or not all(isinstance(reason, str) for reason in value or ()):
-                    raise GateConfigError(f"var publication_gate: {name} must be a list of reasons")
-                settings[name] = None if value is None else tuple(value)
-            elif value is not None and (not _is_number(value) or value < 0):
-                bad.append(name)
+        settings = _group_settings({**GROUP_DEFAULTS, **limits}, "var publication_gate", bad)
+        if not isinstance(sources, Mapping) or not all(isinstance(own, Mapping) for own in sources.values()):
+            raise GateConfigError("var publication_gate: sources maps a source name to its own settings")
+        by_group = {}
+        for source, own in sources.items():
+            where = f"var publication_gate.sources.{source}"
+            unknown = sorted(set(own) - set(GROUP_DEFAULTS))
+            if unknown:
+                raise GateConfigError(
+                    f"{where}: unknown setting {', '.join(unknown)} (per-source settings: {', '.join(GROUP_DEFAULTS)})"
+                )
+            by_group[str(source).lower()] = _group_settings(dict(own), where, bad)
         if bad:
             raise GateConfigError(f"var publication_gate: {', '.join(bad)} must be numbers (0 or more)")
         # Values keep their type (an int limit prints as an int in messages).
-        return cls(**{name: limits[name] for name in LIMIT_NAMES}, settings=settings)
+        return cls(**{name: limits[name] for name in LIMIT_NAMES}, settings=settings, by_group=by_group)
 
-    def setting(self, name: str) -> Any:
-        return self.settings[name]
+    def setting(self, name: str, group: str | None = None) -> Any:
+        """A per-group setting: the group's (source's) own where it has one, else the var's."""
+        own = self.by_group.get(group.lower(), {}) if group is not None else {}
+        return own[name] if name in own else self.settings[name]
+
+
+def _group_settings(settings: dict[str, Any], where: str, bad: list[str]) -> dict[str, Any]:
+    """``settings`` checked: reason lists as tuples, numbers 0 or more (names of bad ones added to ``bad``)."""
+    for name, value in settings.items():
+        if name not in GROUP_DEFAULTS:
+            continue
+        if name in REASON_SETTINGS:
+            if isinstance(value, str) or not all(isinstance(reason, str) for reason in value or ()):
+                raise GateConfigError(f"{where}: {name} must be a list of reasons")
+            settings[name] = None if value is None else tuple(value)
+        elif value is not None and (not _is_number(value) or value < 0):
+            bad.append(name)
+    return settings
 
 
 @dataclass(frozen=True)
@@ -415,12 +441,10 @@ def _judged_groups(figures: GateFigures) -> Iterable[GroupFigures]:
 
 
 def final_change_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    limit = limits.setting("max_final_change")
-    if limit is None:
-        return
-    allowed_reasons = set(limits.setting("final_change_reasons") or ())
     for group in _judged_groups(figures):
-        if not figures.partition_is_final(group.partition_value):
+        limit = limits.setting("max_final_change", group.group_value)
+        allowed_reasons = set(limits.setting("final_change_reasons", group.group_value) or ())
+        if limit is None or not figures.partition_is_final(group.partition_value):
             continue
         if group.reasons and group.reasons <= allowed_reasons:
             continue
@@ -467,11 +491,11 @@ def _count_text(figures: GateFigures, group: GroupFigures) -> str:
 
 
 def unexplained_shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    reasons = limits.setting("shrink_reasons")
-    if reasons is None or not figures.count:
+    if not figures.count:
         return
     for group in _judged_groups(figures):
-        if group.count_change >= 0 or group.reasons & set(reasons):
+        reasons = limits.setting("shrink_reasons", group.group_value)
+        if reasons is None or group.count_change >= 0 or group.reasons & set(reasons):
             continue
         yield _group_breach(
             "unexplained_shrink",
@@ -492,18 +516,18 @@ def _count_share_beyond(group: GroupFigures, limits: GateLimits, limit: Number, 
     None when it moved the other way or not at all, or was published with
     fewer than ``min_count`` events.
     """
-    if sign * group.count_change <= 0 or group.published_count < limits.setting("min_count"):
+    if sign * group.count_change <= 0 or group.published_count < limits.setting("min_count", group.group_value):
         return None
     share = _relative(group.count_change, group.published_count)
     return share if share > limit else None
 
 
 def shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    limit = limits.setting("max_shrink")
-    if limit is None or not figures.count:
+    if not figures.count:
         return
     for group in _judged_groups(figures):
-        shrink = _count_share_beyond(group, limits, limit, -1)
+        limit = limits.setting("max_shrink", group.group_value)
+        shrink = None if limit is None else _count_share_beyond(group, limits, limit, -1)
         if shrink is None:
             continue
         low = group.published_count * (1 - Decimal(str(limit)))
@@ -521,12 +545,12 @@ def shrink_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
 
 
 def growth_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    limit = limits.setting("max_closed_growth")
-    if limit is None or not figures.count:
+    if not figures.count:
         return
-    slack = limits.setting("min_count")
     for group in _judged_groups(figures):
-        if group.published_status not in ("preliminary", "final"):
+        limit = limits.setting("max_closed_growth", group.group_value)
+        slack = limits.setting("min_count", group.group_value)
+        if limit is None or group.published_status not in ("preliminary", "final"):
             continue
         growth = _count_share_beyond(group, limits, limit, 1)
         # A few events more are a small source's ordinary late tail, whatever
@@ -559,8 +583,7 @@ def _value_per_event(measure: Number, count: Number) -> Decimal | None:
 
 
 def value_outlier_check(figures: GateFigures, limits: GateLimits) -> Iterable[Breach]:
-    factor = limits.setting("max_value_factor")
-    if factor is None or not figures.count:
+    if not figures.count:
         return
     history: dict[str | None, list[tuple[str | None, Decimal]]] = defaultdict(list)
     for group in figures.groups:
@@ -568,15 +591,16 @@ def value_outlier_check(figures: GateFigures, limits: GateLimits) -> Iterable[Br
         if value is not None:
             history[group.group_value].append((group.partition_value, value))
     for group in _judged_groups(figures):
-        if not group.measure_change:
+        factor = limits.setting("max_value_factor", group.group_value)
+        if factor is None or not group.measure_change:
             continue
         value = _value_per_event(group.new_measure, group.new_count)
         if value is None or value <= 0:
             continue
         others = [v for partition, v in history[group.group_value] if partition != group.partition_value]
-        if len(others) >= limits.setting("min_history"):
+        if len(others) >= limits.setting("min_history", group.group_value):
             typical, source = statistics.median(others), f"the median of its {len(others)} other published partitions"
-        elif group.published_count >= limits.setting("min_count"):
+        elif group.published_count >= limits.setting("min_count", group.group_value):
             typical = _value_per_event(group.published_measure, group.published_count)
             source = "its published value"
         else:

@@ -234,6 +234,20 @@ def test_a_small_source_may_gain_a_few_events_whatever_their_share() -> None:
     assert breach.figure == "closed_growth" and "expected at most 11 " in breach.message
 
 
+def test_a_source_may_have_its_own_settings() -> None:
+    # partner delivers most of a day a day late: its closed days may triple; web keeps the default
+    own = limits(sources={"Partner": {"max_closed_growth": 2}})
+    partner = group("2024-03-07", "100.00", "300.00", source="partner", status="preliminary", orders=10, new_orders=30)
+    web = group("2024-03-07", "100.00", "300.00", status="preliminary", orders=10, new_orders=30)
+    assert judge([*days(6), partner], own).passed
+    assert figures_of(judge([*days(6), web], own)) == [("closed_growth", "2024-03-07", "web")]
+    assert figures_of(judge([*days(6), partner])) == [("closed_growth", "2024-03-07", "partner")]
+    with pytest.raises(GateConfigError, match="sources.partner: unknown setting max_row_change"):
+        limits(sources={"partner": {"max_row_change": 1}})
+    with pytest.raises(GateConfigError, match="max_closed_growth must be numbers"):
+        limits(sources={"partner": {"max_closed_growth": "lots"}})
+
+
 def test_growth_of_a_small_preliminary_group_is_not_a_share() -> None:
     assert judge([group("2024-03-07", "40.00", "120.00", status="preliminary", orders=4, new_orders=12)]).passed
 
