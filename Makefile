@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report chromium test lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report chromium test test-delta lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -84,6 +84,13 @@ test: install chromium
 	wait $$lint; linted=$$?; \
 	echo "== make lint (run beside pytest) =="; cat target/lint.log; \
 	[ $$tests = 0 ] && [ $$linted = 0 ]
+
+## test-delta: the scenario test files on Delta Lake (LATECOMER_TEST_FORMAT=delta: a Delta session, dbt's delta
+##   target); DELTA_TESTS names others. Tests of a mechanism only Iceberg has skip, naming it.
+DELTA_TESTS ?= tests/pytest/test_late_arrival_sample.py tests/pytest/test_publication_holds.py \
+	tests/pytest/test_backfill.py tests/pytest/test_versions.py tests/pytest/test_scd2.py tests/pytest/test_period_close.py
+test-delta: install
+	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest $(DELTA_TESTS)
 
 ## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project
 lint: install check-project
