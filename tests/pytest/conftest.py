@@ -43,6 +43,9 @@ if TEST_FORMAT not in ("iceberg", "delta"):
     raise SystemExit(f"LATECOMER_TEST_FORMAT={TEST_FORMAT!r}: choose iceberg or delta")
 os.environ["LATECOMER_TABLE_FORMAT"] = TEST_FORMAT
 TEST_TARGET = {"iceberg": "local", "delta": "delta"}[TEST_FORMAT]
+# Commands the tests call that run dbt themselves (the steward's replay, the
+# report) take the same target.
+os.environ["LATECOMER_TARGET"] = TEST_TARGET
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
