@@ -43,16 +43,39 @@
 
 {#- on-run-start, after the run lock: this build's stamp (run_ts), kept as
     the change manifest's property latecomer.last_run_ts before any row
-    carries it, so the next build starts after it even if this one stops. -#}
+    carries it, so the next build starts after it even if this one stops.
+    On Delta, where setting a table property is a commit (a new version of
+    the manifest at every build, even one that changes nothing), it is a
+    property of the audit schema instead, kept by the metastore alone. -#}
 {% macro start_run_clock() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set last = table_property(manifest_relation(), 'latecomer.last_run_ts') -%}
+    {%- set on_schema = versions_table_format() == 'delta' -%}
+    {%- set audit_schema = target.schema ~ '_audit' -%}
+    {%- set last = schema_property(audit_schema, 'latecomer.last_run_ts') if on_schema else none -%}
+    {%- if last is none -%}
+        {%- set last = table_property(manifest_relation(), 'latecomer.last_run_ts') -%}
+    {%- endif -%}
     {%- set stamp = adapter.start_run_clock(run_started_at, last) -%}
     {%- if stamp > wall_clock_text() -%}
         {{ log('Run clock: the last build stamped its rows ' ~ last ~ ' UTC, later than the clock of this host ('
             ~ run_started_at.strftime('%Y-%m-%d %H:%M:%S') ~ '): this build stamps its rows ' ~ stamp, info=true) }}
     {%- endif -%}
     {%- call statement('record_run_clock') -%}
+        {%- if on_schema %}
+        alter database {{ audit_schema }} set dbproperties ('latecomer.last_run_ts' = {{ sql_string(stamp) }})
+        {%- else %}
         alter table {{ manifest_relation() }} set tblproperties ('latecomer.last_run_ts' = {{ sql_string(stamp) }})
+        {%- endif %}
     {%- endcall -%}
+{% endmacro %}
+
+{#- A schema (database) property's value, or none. -#}
+{% macro schema_property(schema, key) %}
+    {%- for row in run_query('describe database extended ' ~ schema).rows if row[0] == 'Properties' -%}
+        {%- set found = modules.re.search('\\(' ~ modules.re.escape(key) ~ ',([^)]*)\\)', row[1] | string) -%}
+        {%- if found -%}
+            {{ return(found.group(1)) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
 {% endmacro %}
