@@ -32,7 +32,8 @@
         select
             *,
             row_number() over (partition by hold_id order by logged_run_at desc) as event_rank,
-            min(judged_at) over (partition by hold_id) as first_held_at
+            min(judged_at) over (partition by hold_id) as first_held_at,
+            event in ('held', 'judged') as is_open
         from {{ hold_log }}
     ),
 
@@ -59,7 +60,7 @@
         latest_events.relation,
         latest_events.partition_value,
         latest_events.group_values,
-        case when latest_events.event in ('held', 'judged') then 'open' else latest_events.event end as state,
+        case when latest_events.is_open then 'open' else latest_events.event end as state,
         latest_events.checks_fired,
         latest_events.breaches,
         latest_events.published_values,
@@ -68,14 +69,14 @@
         latest_events.first_held_at,
         latest_events.judged_at as last_judged_at,
         latest_events.logged_run_at as last_judged_run_at,
-        case when latest_events.event not in ('held', 'judged') then latest_events.judged_at end as resolved_at,
-        case when latest_events.event not in ('held', 'judged') then latest_events.logged_run_at end as resolved_run_at,
+        case when not latest_events.is_open then latest_events.judged_at end as resolved_at,
+        case when not latest_events.is_open then latest_events.logged_run_at end as resolved_run_at,
         latest_events.resolution_reason,
         latest_events.actor as resolved_by,
-        case when latest_events.event in ('held', 'judged') then latest_decisions.decision end as decision,
-        case when latest_events.event in ('held', 'judged') then latest_decisions.reason end as decision_reason,
-        case when latest_events.event in ('held', 'judged') then latest_decisions.actor end as decided_by,
-        case when latest_events.event in ('held', 'judged') then latest_decisions.decided_at end as decided_at
+        case when latest_events.is_open then latest_decisions.decision end as decision,
+        case when latest_events.is_open then latest_decisions.reason end as decision_reason,
+        case when latest_events.is_open then latest_decisions.actor end as decided_by,
+        case when latest_events.is_open then latest_decisions.decided_at end as decided_at
     from latest_events
     left join latest_decisions
         on latest_events.hold_id = latest_decisions.hold_id
