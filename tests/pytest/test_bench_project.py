@@ -88,6 +88,6 @@ def test_patched_copy_has_the_candidate_patch_only(tmp_path):
     built = snapshot_project(cfg)
     patched = snapshot_project(cfg, PATCHED)
     assert patched == cfg.project_dir_of(PATCHED) == tmp_path / "results" / "project-t_copies-patched"
-    assert cfg.target_path_of(PATCHED) == tmp_path / "results" / "target-patched"
+    assert cfg.target_path_of(PATCHED) == tmp_path / "results" / "target-iceberg-patched"
     assert differing_files(built, patched) == [reasons]
     assert cfg.variant_patches("incremental") == () and cfg.project_dir_of("incremental") == built

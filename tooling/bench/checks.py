@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from tooling.bench.config import GOLD_MODEL
+from tooling.bench.state import TableFormat, TableState
 
 
 def gold_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
@@ -22,12 +24,13 @@ def gold_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
     return row.asDict()
 
 
-def dates_written(spark: SparkSession, schema: str, before: dict[str, int | None]) -> list[str]:
+def dates_written(spark: SparkSession, schema: str, tables: TableFormat, start: Mapping[str, TableState]) -> list[str]:
     """The event dates of gold_daily_revenue holding a row the run wrote: rows
     that differ from the table's state at the start (values, version or run
     stamps; every date when the run recreated the table), and the partitions
     the change manifest lists for the run (a row written back unchanged, as
-    the lookback does). ``before``: each table's snapshot at the start. A
+    the lookback does). ``start``: each table's state at the start, read
+    back with `version as of` (an Iceberg snapshot id, a Delta version). A
     measure of rows, where the files written are per month (month_partitions)."""
     dates: set[str] = set()
     for table, column, where in (
@@ -37,9 +40,9 @@ def dates_written(spark: SparkSession, schema: str, before: dict[str, int | None
         if not spark.catalog.tableExists(table):
             continue
         rows = f"select * from {table}"
-        lineage = {r.snapshot_id for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect()}
-        if before.get(table) in lineage:
-            rows = f"{rows} except all select * from {table} version as of {before[table]}"
+        before = tables.readable_version(table, start.get(table))
+        if before is not None:
+            rows = f"{rows} except all select * from {table} version as of {before}"
         found = spark.sql(f"select distinct cast({column} as string) as d from ({rows}) where {where}").collect()
         dates |= {r.d for r in found}
     return sorted(dates)

@@ -1,7 +1,8 @@
 """``python -m tooling.bench``: the command line.
 
-python -m tooling.bench [options]                         one scale, every variant
+python -m tooling.bench [options]                         one scale, every variant, on both table formats
 python -m tooling.bench --smoke                           the tiny scale CI runs
+python -m tooling.bench --format delta [options]          one table format (iceberg or delta)
 python -m tooling.bench sweep --days 30,60,120 [options]  the same late batch at several history lengths
 """
 
@@ -16,7 +17,9 @@ from typing import Any
 
 import tooling.bench
 from tooling.bench.config import (
+    DBT_TARGETS,
     DEFAULT,
+    FORMATS,
     LOOKBACK_PATCH,
     LOOKBACK_VAR,
     PATCHED,
@@ -144,7 +147,23 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         if not sweep
         else "prefix of the schemas, one per length (default bench: bench_d<days>_e<events per day>)",
     )
-    parser.add_argument("--target", default="local", help="dbt target (profiles/profiles.yml)")
+    parser.add_argument(
+        "--format",
+        choices=(*FORMATS, "both") if not sweep else FORMATS,
+        help="table format: "
+        + (
+            "iceberg or delta (default: LATECOMER_TABLE_FORMAT, else iceberg)"
+            if sweep
+            else "iceberg, delta, or both, each in a process of its own, side by side "
+            "(default: LATECOMER_TABLE_FORMAT, else both)"
+        ),
+    )
+    parser.add_argument(
+        "--target",
+        help="dbt target (profiles/profiles.yml; default: the format's, "
+        + ", ".join(f"{f}: {t}" for f, t in DBT_TARGETS.items())
+        + ")",
+    )
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where data, state and results go")
     parser.add_argument(
         "--fresh", action="store_true", help="land the data again even when this scale's landing can be reused"
@@ -152,7 +171,21 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace, sweep: bool = False) -> BenchConfig:
+def format_of(args: argparse.Namespace, sweep: bool = False) -> str:
+    """--format, else LATECOMER_TABLE_FORMAT, else both (a sweep: iceberg)."""
+    chosen = (args.format or os.environ.get("LATECOMER_TABLE_FORMAT") or ("iceberg" if sweep else "both")).lower()
+    if chosen not in (FORMATS if sweep else (*FORMATS, "both")):
+        raise ValueError(f"table format {chosen!r} (LATECOMER_TABLE_FORMAT): choose one of {', '.join(FORMATS)}")
+    return chosen
+
+
+def default_schema(scale: Scale, smoke: bool, table_format: str) -> str:
+    """bench_d<days>_e<events> (bench_smoke with --smoke); a Delta run's ends in _delta."""
+    schema = "bench_smoke" if smoke else schema_for(scale)
+    return f"{schema}_delta" if table_format == "delta" else schema
+
+
+def config_from_args(args: argparse.Namespace, sweep: bool = False, table_format: str = "iceberg") -> BenchConfig:
     smoke = getattr(args, "smoke", False)
     preset = SWEEP if sweep else SMOKE if smoke else DEFAULT
     if args.git_ref and args.project_source:
@@ -174,7 +207,7 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False) -> BenchConf
     return BenchConfig(
         scale=scale,
         # A sweep names a schema per length (tooling.bench.sweep).
-        schema=args.schema or ("bench_smoke" if smoke else schema_for(scale)),
+        schema=args.schema or default_schema(scale, smoke, table_format),
         repeat=args.repeat or preset["repeat"],
         lookback_days=args.lookback_days or preset["lookback_days"],
         variants=variants,
@@ -185,7 +218,7 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False) -> BenchConf
         project_source=args.project_source.resolve() if args.project_source else None,
         select=args.select or (SMOKE_SELECT if smoke else None),
         target=args.target,
-        table_format=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
+        table_format=table_format,
         results_dir=args.results_dir.resolve(),
         mode="sweep" if sweep else "smoke" if smoke else "default",
         fresh=args.fresh,
@@ -219,16 +252,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep = bool(argv) and argv[0] == "sweep"
     args = build_parser(sweep).parse_args(argv[1:] if sweep else argv)
     try:
-        cfg = config_from_args(args, sweep)
+        table_format = format_of(args, sweep)
+        cfg = config_from_args(args, sweep, "iceberg" if table_format == "both" else table_format)
         days = sweep_days(args.days) if sweep else []
     except ValueError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
-    if cfg.table_format != "iceberg":
-        print("bench: error: the benchmark reads Iceberg metadata; use iceberg", file=sys.stderr)
-        return 2
-    # Before Spark starts: the results dir's own metastore and warehouse.
-    os.environ["LATECOMER_STATE_DIR"] = str(state_dir_for(cfg.results_dir))
+    if table_format == "both":
+        from tooling.bench.side_by_side import run_formats
+
+        return run_formats(argv, cfg.mode, cfg.results_dir)
+    # Before Spark starts: the results dir's own metastore and warehouse, one per format.
+    os.environ["LATECOMER_STATE_DIR"] = str(state_dir_for(cfg.results_dir, cfg.table_format))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # A full build runs several hundred queries; keep the metrics of all of them.
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
@@ -245,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 spark,
                 cfg,
                 days,
-                schema_prefix=args.schema or "bench",
+                schema_prefix=args.schema or ("bench_delta" if cfg.table_format == "delta" else "bench"),
                 on_progress=lambda s: write_sweep(s, cfg.results_dir),
             )
             paths = write_sweep(result, cfg.results_dir)

@@ -10,6 +10,12 @@ from typing import Any
 from tooling.synthetic import Scale
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The table formats a run measures (--format both: each in a process of its
+# own, tooling.bench.side_by_side), the dbt target (profiles/profiles.yml)
+# that builds each, and their names in reports.
+FORMATS = ("iceberg", "delta")
+DBT_TARGETS = {"iceberg": "local", "delta": "delta"}
+FORMAT_LABELS = {"iceberg": "Iceberg", "delta": "Delta"}
 RESULTS_DIR = REPO_ROOT / "bench_results"
 # floor: the late batch applied by a plain PySpark job (tooling.bench.floor);
 # nothing_new: a build with nothing landed since the initial one.
@@ -86,12 +92,17 @@ class BenchConfig:
     project_source: Path | None = None  # copy the dbt project from here, not from the working tree
     candidate_patches: tuple[Path, ...] = ()  # variant "patched": incremental build with these applied
     select: str | None = None  # dbt --select for every build (default: the whole project)
-    target: str = "local"
+    target: str | None = None  # dbt target; default: the format's (DBT_TARGETS)
     table_format: str = "iceberg"
     results_dir: Path = RESULTS_DIR
     mode: str = "default"
     fresh: bool = False  # land again even when this scale's landing can be reused
     log: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        if self.table_format not in FORMATS:
+            raise ValueError(f"table format {self.table_format!r}: choose one of {', '.join(FORMATS)}")
+        self.target = self.target or DBT_TARGETS[self.table_format]
 
     @property
     def data_dir(self) -> Path:
@@ -112,11 +123,13 @@ class BenchConfig:
 
     @property
     def target_path(self) -> Path:
-        return self.results_dir / "target"
+        return self.results_dir / f"target-{self.table_format}"
 
     def target_path_of(self, variant: str | None) -> Path:
-        """dbt's target folder for ``variant``: one per project copy."""
-        return self.results_dir / f"target-{variant}" if variant in OWN_PROJECT else self.target_path
+        """dbt's target folder for ``variant``: one per project copy (and format)."""
+        if variant in OWN_PROJECT:
+            return self.results_dir / f"target-{self.table_format}-{variant}"
+        return self.target_path
 
     @property
     def log_path(self) -> Path:
@@ -129,6 +142,7 @@ def schema_for(scale: Scale, prefix: str = "bench") -> str:
     return f"{prefix}_d{scale.days}_e{scale.events_per_day}"
 
 
-def state_dir_for(results_dir: Path) -> Path:
-    """Metastore and warehouse of the runs that write to ``results_dir``."""
-    return results_dir / "state"
+def state_dir_for(results_dir: Path, table_format: str) -> Path:
+    """Metastore and warehouse of the runs of ``table_format`` that write to
+    ``results_dir``: one per format, as a Spark session serves one catalog."""
+    return results_dir / f"state-{table_format}"

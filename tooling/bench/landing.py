@@ -2,10 +2,11 @@
 
 Files land in as few ingest calls as ingest allows: one per arrival time,
 feed and source, with every file of that landing (the generator writes one). Once a scale's history and late
-batch have landed in a schema, the metadata files of its bronze tables at
-both moments are recorded (``<results>/landed/<schema>.json``); a later run
-of the same scale, data and ingest code in the same state dir puts bronze
-back to them instead of landing again.
+batch have landed in a schema, the pointers of its bronze tables at both
+moments (Iceberg's metadata files, Delta's copies of their folders: see
+tooling.bench.state) are recorded (``<results>/landed/<format>/<schema>.json``);
+a later run of the same scale, data and ingest code in the same state dir puts
+bronze back to them instead of landing again.
 """
 
 from __future__ import annotations
@@ -23,15 +24,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from tooling.bench.config import REPO_ROOT, BenchConfig
-from tooling.bench.state import (
-    TableState,
-    bronze_tables,
-    capture,
-    drop_schemas,
-    iceberg_tables,
-    restore,
-    schemas_of,
-)
+from tooling.bench.state import TableFormat, TableState, drop_schemas, schemas_of
 from tooling.synthetic import Batch, History
 
 # The files whose code decides what ingest lands (part of the landing key).
@@ -84,8 +77,8 @@ def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dic
 
 @dataclass
 class Landed:
-    """A scale landed in a schema: bronze's metadata files after the history
-    and after the late batch, and what ingest reported for each."""
+    """A scale landed in a schema: bronze's pointers after the history and
+    after the late batch, and what ingest reported for each."""
 
     key: str
     history: dict[str, str]
@@ -105,7 +98,7 @@ def landing_key(cfg: BenchConfig, history: History) -> str:
 
 
 def _record_path(cfg: BenchConfig) -> Path:
-    return cfg.results_dir / "landed" / f"{cfg.schema}.json"
+    return cfg.results_dir / "landed" / cfg.table_format / f"{cfg.schema}.json"
 
 
 def save_landed(cfg: BenchConfig, landed: Landed) -> None:
@@ -118,13 +111,13 @@ def forget_landed(cfg: BenchConfig) -> None:
     _record_path(cfg).unlink(missing_ok=True)
 
 
-def metadata_files(states: dict[str, TableState]) -> dict[str, str]:
-    return {table: state.metadata_file for table, state in states.items()}
+def pointers(states: dict[str, TableState]) -> dict[str, str]:
+    return {table: state.pointer for table, state in states.items()}
 
 
 def reusable_landing(cfg: BenchConfig, history: History) -> Landed | None:
-    """The record of this scale's landing in ``cfg.schema``, if its metadata
-    files are all still there."""
+    """The record of this scale's landing in ``cfg.schema``, if the files its
+    pointers name are all still there."""
     path = _record_path(cfg)
     if not path.exists():
         return None
@@ -137,7 +130,7 @@ def reusable_landing(cfg: BenchConfig, history: History) -> Landed | None:
     return landed
 
 
-def land_once(spark: SparkSession, cfg: BenchConfig, history: History) -> tuple[Landed, bool]:
+def land_once(spark: SparkSession, cfg: BenchConfig, tables: TableFormat, history: History) -> tuple[Landed, bool]:
     """Bronze holding the history only, as landed by this run or, when this
     scale was landed before in the schema, as recorded then; every other
     table is dropped. Returns the landing's record
@@ -146,33 +139,35 @@ def land_once(spark: SparkSession, cfg: BenchConfig, history: History) -> tuple[
     landed = None if cfg.fresh else reusable_landing(cfg, history)
     if landed is not None:
         spark.sql(f"create database if not exists {cfg.schema}_bronze")
-        restore(spark, _states(landed.history), cfg.schema)
+        tables.restore(_states(tables, landed.history), cfg.schema)
         for db in schemas_of(spark, cfg.schema):
             if db != f"{cfg.schema}_bronze":
                 spark.sql(f"drop database if exists {db} cascade")
         return landed, True
     forget_landed(cfg)
-    for table in iceberg_tables(spark, cfg.schema, exclude_layers=()):
-        spark.sql(f"drop table {table} purge")
+    for table in tables.tables(cfg.schema, exclude_layers=()):
+        tables.drop(table)
     drop_schemas(spark, cfg.schema)
     cfg.log(f"bench: landing {len(history.history)} history files in {cfg.schema}_bronze")
     ingest = land(spark, cfg, history.history)
-    bronze = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()), with_files=False)
-    return Landed(landing_key(cfg, history), metadata_files(bronze), {}, ingest, {}), False
+    bronze = tables.capture(tables.tables(cfg.schema, exclude_layers=()), with_files=False)
+    return Landed(landing_key(cfg, history), pointers(bronze), {}, ingest, {}), False
 
 
-def land_late(spark: SparkSession, cfg: BenchConfig, history: History, landed: Landed, reused: bool) -> None:
+def land_late(
+    spark: SparkSession, cfg: BenchConfig, tables: TableFormat, history: History, landed: Landed, reused: bool
+) -> None:
     """Land the late batch (or put bronze back to it, when reused) and record
     the landing."""
     if reused:
-        restore(spark, _states(landed.late), cfg.schema, drop_others=False)
+        tables.restore(_states(tables, landed.late), cfg.schema, drop_others=False)
         return
     landed.late_ingest = land(spark, cfg, history.late)
-    bronze = capture(spark, bronze_tables(spark, cfg.schema), with_files=False)
-    landed.late = {t: f for t, f in metadata_files(bronze).items() if t in landed.history}
+    bronze = tables.capture(tables.bronze_tables(cfg.schema), with_files=False)
+    landed.late = {t: f for t, f in pointers(bronze).items() if t in landed.history}
     save_landed(cfg, landed)
 
 
-def _states(metadata: dict[str, str]) -> dict[str, TableState]:
-    """Recorded metadata files as states to restore (bronze: never purged)."""
-    return {table: TableState(table, file, None, {}) for table, file in metadata.items()}
+def _states(tables: TableFormat, recorded: dict[str, str]) -> dict[str, TableState]:
+    """Recorded pointers as states to restore."""
+    return {table: tables.state_of_pointer(table, pointer) for table, pointer in recorded.items()}

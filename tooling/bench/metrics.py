@@ -4,15 +4,23 @@ Spark keeps, per SQL execution (a query or statement), its plan graph and
 the values of its metrics in the SQL status store; :class:`ScanMetrics`
 reads them for every execution since :meth:`ScanMetrics.start`. Executions
 are attributed to dbt nodes (or floor steps) through the Spark job
-description (:class:`NodeTagger`, :func:`tagged`).
+description of the statement they belong to (:class:`NodeTagger`,
+:func:`tagged`): Delta runs a MERGE or a file listing as nested executions
+with descriptions of its own.
+
+A table scan is a plan node named after the table format
+(``TableFormat.scan_node``): Iceberg's ``BatchScan``, or on Delta a
+``Scan parquet`` node (Delta reads its files as Parquet), each with its own
+metric names (:attr:`ScanMetrics.WANTED`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -56,17 +64,21 @@ def tagged(spark: SparkSession, node: str) -> Iterator[None]:
 
 class ScanMetrics:
     """Rows, files and bytes read from some tables, from the SQL metrics of the
-    Iceberg BatchScan nodes of every query run since :meth:`start`, in total
-    and per dbt node (see :class:`NodeTagger`)."""
+    scan nodes (``scan_node``: the start of their name) of every query run
+    since :meth:`start`, in total and per dbt node (see :class:`NodeTagger`)."""
 
+    # The scan nodes' metrics: Iceberg's BatchScan, Delta's (Parquet) file scan.
     WANTED = {
         "number of output rows": "rows",
         "number of result data files": "files",
         "total data file size (bytes)": "bytes",
+        "number of files read": "files",
+        "size of files read": "bytes",
     }
 
-    def __init__(self, spark: SparkSession, tables: Sequence[str] = READ_TABLES) -> None:
+    def __init__(self, spark: SparkSession, scan_node: str, tables: Sequence[str] = READ_TABLES) -> None:
         self.spark = spark
+        self.scan_node = scan_node
         self.tables = tuple(tables)
         self.store = spark._jsparkSession.sharedState().statusStore()
         self.first = 0
@@ -91,7 +103,7 @@ class ScanMetrics:
             time.sleep(2)
 
     def _table_of(self, node_name: str) -> str | None:
-        if not node_name.startswith("BatchScan"):
+        if not node_name.startswith(self.scan_node):
             return None
         return next((t for t in self.tables if node_name.endswith(f".{t}")), None)
 
@@ -101,7 +113,7 @@ class ScanMetrics:
         seen: dict[int, tuple[str, str, int, str]] = {}
         executions = {i: e for i, e in self._executions().items() if i >= self.first}
         for execution_id, execution in sorted(executions.items()):
-            node_name = _node_of(execution)
+            node_name = _node_of(execution, executions)
             graph = self.store.planGraph(execution_id)
             values = self.store.executionMetrics(execution_id)
             nodes = graph.allNodes()
@@ -139,12 +151,14 @@ class ScanMetrics:
         for table in self.tables:
             out[table]["complete"] = complete
             out[table]["queries"] = len(executions)
-        self.last_queries = _query_stats(self.store, executions.values())
+        self.last_queries = _query_stats(self.store, executions, self.scan_node)
         return out
 
 
-def _node_of(execution: Any) -> str:
-    description = execution.description() or ""
+def _node_of(execution: Any, executions: dict[int, Any]) -> str:
+    """The dbt node of the statement ``execution`` belongs to (its root execution's description)."""
+    root = executions.get(execution.rootExecutionId(), execution)
+    description = root.description() or ""
     return description[len(JOB_PREFIX) :] if description.startswith(JOB_PREFIX) else "(other)"
 
 
@@ -152,7 +166,7 @@ def _node_of(execution: Any) -> str:
 _WRAPPERS = ("AdaptiveSparkPlan", "WholeStageCodegen", "AQEShuffleRead", "ColumnarToRow", "InputAdapter")
 
 
-def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
+def _query_stats(store: Any, executions: dict[int, Any], scan_node: str) -> dict[str, Any]:
     """Spark SQL queries per dbt node: how many (top-level executions: a
     statement's nested executions, e.g. the job a CACHE TABLE runs, count
     with it), their Spark time (submission to completion; analysis and
@@ -161,8 +175,8 @@ def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
     a cached relation); ``spark_seconds`` is the Spark time of them all."""
     by_node: dict[str, dict[str, Any]] = {}
     queries = []
-    for execution in executions:
-        node = _node_of(execution)
+    for execution in executions.values():
+        node = _node_of(execution, executions)
         completion = execution.completionTime()
         millis = completion.get().getTime() - execution.submissionTime() if completion.isDefined() else 0
         jobs = execution.jobs().size()
@@ -182,7 +196,7 @@ def _query_stats(store: Any, executions: Iterable[Any]) -> dict[str, Any]:
                 "nested": not top,
                 "head": head,
                 # Scans of a cached relation's own plan are listed under it (not re-run).
-                "scans": sorted({n.split(" ")[-1] for n in names if n.startswith("BatchScan")}),
+                "scans": sorted({n.split(" ")[-1] for n in names if n.startswith(scan_node)}),
                 "reads_cache": any(n.startswith("Scan In-memory table") for n in names),
             }
         )
@@ -289,6 +303,16 @@ def _thread_role(name: str) -> str:
     return "driver"
 
 
+# A size metric's text (Delta's "size of files read"): its total, rounded by
+# Spark to a tenth of its unit, e.g. "14.4 KiB", or "total (min, med, max)\n14.4 KiB (...)".
+_SIZE = re.compile(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)\b")
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
 def _metric_number(text: str) -> int | None:
+    """A metric's value: a count, or a size in bytes (approximate: see _SIZE)."""
     cleaned = text.replace(",", "").strip()
-    return int(cleaned) if cleaned.isdigit() else None
+    if cleaned.isdigit():
+        return int(cleaned)
+    size = _SIZE.search(cleaned)
+    return round(float(size.group(1)) * _UNITS[size.group(2)]) if size else None

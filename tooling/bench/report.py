@@ -11,7 +11,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tooling.bench.config import FLOOR, GOLD_MODEL, LOOKBACK, LOOKBACK_VAR, NOTHING_NEW, PATCHED, SAME_RESULT
+from tooling.bench.config import (
+    FLOOR,
+    FORMAT_LABELS,
+    GOLD_MODEL,
+    LOOKBACK,
+    LOOKBACK_VAR,
+    NOTHING_NEW,
+    PATCHED,
+    SAME_RESULT,
+)
 from tooling.bench.metrics import READ_TABLES, THREAD_ROLES
 
 
@@ -28,8 +37,9 @@ class Measurement:
     silver_fingerprint: dict[str, Any] = field(default_factory=dict)
     # Spark time of every SQL execution of the run (submission to completion).
     spark_seconds: float = 0.0
-    # Table versions (Iceberg snapshots) committed, per table that got any.
+    # Table versions (Iceberg snapshots, Delta commits) committed, per table that got any.
     versions_written: dict[str, int] = field(default_factory=dict)
+    # What each version written to a gold table says it did (Iceberg snapshot summaries, Delta operation metrics).
     snapshots: dict[str, list[dict]] = field(default_factory=dict)
     queries: dict[str, Any] = field(default_factory=dict)
     lookback_window: list[str] | None = None
@@ -53,11 +63,11 @@ BUILDING = ("model", FLOOR)
 RATIOS = ("full_refresh", LOOKBACK, FLOOR)
 
 
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return round(numerator / denominator, 3) if numerator is not None and denominator else None
 
 
-def _agree(prints: Iterable[dict[str, Any]]) -> bool | None:
+def agree(prints: Iterable[dict[str, Any]]) -> bool | None:
     distinct = {json.dumps(p, sort_keys=True) for p in prints}
     return len(distinct) == 1 if distinct else None
 
@@ -135,24 +145,24 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
                 }
                 for table in READ_TABLES
             },
-            "gold_fingerprints_agree": _agree(m.gold_fingerprint for m in runs),
+            "gold_fingerprints_agree": agree(m.gold_fingerprint for m in runs),
         }
     # The dbt builds of the late batch must agree; the floor is compared with
     # the incremental build, and nothing_new has no late batch.
     same = [m for m in measurements if m.variant in SAME_RESULT]
-    summary["all_variants_same_gold"] = _agree(m.gold_fingerprint for m in same)
-    summary["all_variants_same_silver"] = _agree(m.silver_fingerprint for m in same)
+    summary["all_variants_same_gold"] = agree(m.gold_fingerprint for m in same)
+    summary["all_variants_same_silver"] = agree(m.silver_fingerprint for m in same)
     floor = [m for m in measurements if m.variant == FLOOR]
     incremental = [m for m in measurements if m.variant == "incremental"]
     if floor and incremental:
         summary["floor_same_as_incremental"] = {
-            key: _agree([getattr(m, key) for m in floor + incremental])
+            key: agree([getattr(m, key) for m in floor + incremental])
             for key in ("silver_fingerprint", "gold_fingerprint")
         }
     if "incremental" in summary:
         summary["ratios"] = {
             f"incremental/{other}": {
-                key: _ratio(summary["incremental"][key], summary[other][key])
+                key: ratio(summary["incremental"][key], summary[other][key])
                 for key in ("build_seconds", "spark_seconds", "cpu_seconds")
             }
             for other in RATIOS
@@ -169,7 +179,16 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+# How each format's tables are put back between runs, and what one of its table versions is.
+RESTORED_BY = {
+    "iceberg": "register_table of their post-initial-load metadata",
+    "delta": "RESTORE TABLE to their post-initial-load version",
+}
+VERSION_NAMES = {"iceberg": "Iceberg snapshots", "delta": "Delta commits"}
+
+
 def render_markdown(report: dict[str, Any]) -> str:
+    table_format = report["config"].get("table_format", "iceberg")
     data = report["data"]
     scale = data["scale"]
     machine = report["machine"]
@@ -189,7 +208,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     runs = report.get("runs", [])
     expected = report["config"]["repeat"] * len(report["config"]["variants"])
     lines = [
-        f"# latecomer restatement benchmark ({report['mode']})",
+        f"# latecomer restatement benchmark ({report['mode']}, {FORMAT_LABELS[table_format]})",
         "",
         *([] if report.get("complete") else [f"**Incomplete: {len(runs)} of {expected} runs so far.**", ""]),
         f"- history: {scale['days']} event days x {scale['events_per_day']:,} events/day "
@@ -207,7 +226,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         + f" (HEAD {report['git']['head']}, "
         f"{len(report['git']['uncommitted'])} uncommitted change(s)), {report['started_at']}; medians of "
         f"{report['config']['repeat']} run(s) per variant; tables restored between runs by "
-        "register_table of their post-initial-load metadata",
+        f"{RESTORED_BY[table_format]}",
         *[
             f"- {labels[LOOKBACK]}: the project built + {Path(p).name} ({h}), var {LOOKBACK_VAR} = {lookback}"
             for p, h in report["git"].get("lookback_patch", {}).items()
@@ -297,7 +316,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Build: wall time of `dbt build` (floor: of the PySpark job). Spark time: the sum of the Spark SQL "
-        "executions' durations during it. Table versions: Iceberg snapshots committed.",
+        f"executions' durations during it. Table versions: {VERSION_NAMES[table_format]} committed.",
         "",
         f"Gold fingerprint identical across {', '.join(same)}: {summary.get('all_variants_same_gold')}; "
         f"silver_events too: {summary.get('all_variants_same_silver')}.",
@@ -376,10 +395,11 @@ def fmt_times(value: float | None) -> str:
 
 
 def write_results(report: dict[str, Any], results_dir: Path) -> tuple[Path, Path]:
-    """Write the report as JSON and Markdown, named after its mode and start
-    time (rewritten as a run progresses); a complete report is also copied to
-    latest-<mode>.json / .md."""
-    return write_report(report, results_dir, f"bench-{report['mode']}", f"latest-{report['mode']}", render_markdown)
+    """Write the report as JSON and Markdown, named after its mode, table
+    format and start time (rewritten as a run progresses); a complete report
+    is also copied to latest-<mode>-<format>.json / .md."""
+    name = f"{report['mode']}-{report['config']['table_format']}"
+    return write_report(report, results_dir, f"bench-{name}", f"latest-{name}", render_markdown)
 
 
 def write_report(

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
+    FORMAT_LABELS,
     GOLD_MODEL,
     LOOKBACK,
     LOOKBACK_PATCH,
@@ -27,23 +28,13 @@ from tooling.bench.config import (
     BenchConfig,
 )
 from tooling.bench.floor import run_floor
+from tooling.bench.formats import table_format
 from tooling.bench.landing import land_late, land_once
 from tooling.bench.machine import machine_info, peak_memory
 from tooling.bench.metrics import ProcessCounters, ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
-from tooling.bench.state import (
-    TableState,
-    bronze_tables,
-    capture,
-    iceberg_tables,
-    layer_of,
-    restore,
-    rewrite_stats,
-    snapshot_summaries,
-    table_files,
-    versions_written,
-)
+from tooling.bench.state import TableFormat, TableState, layer_of, rewrite_stats
 from tooling.synthetic import History, generate
 
 # Every per-partition check off, the table's limits out of reach.
@@ -74,6 +65,7 @@ def bench_gate(cfg: BenchConfig) -> dict[str, Any]:
 def measure_variant(
     spark: SparkSession,
     cfg: BenchConfig,
+    fmt: TableFormat,
     history: History,
     variant: str,
     start: dict[str, TableState],
@@ -81,8 +73,8 @@ def measure_variant(
 ) -> Measurement:
     """Put every table back to ``start`` and run ``variant`` once."""
     scale = history.scale
-    restore(spark, start, cfg.schema)
-    scans = ScanMetrics(spark)
+    fmt.restore(start, cfg.schema)
+    scans = ScanMetrics(spark, fmt.scan_node)
     scans.start()
     counters = ProcessCounters(spark)
     counters.start()
@@ -119,19 +111,19 @@ def measure_variant(
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
     tables = {}
     snapshots = {}
-    for table in iceberg_tables(spark, cfg.schema):
+    for table in fmt.tables(cfg.schema):
         layer = layer_of(table, cfg.schema)
         if layer not in ("silver", "gold"):
             continue
         name = table.split(".")[1]
         before = start.get(table)
-        tables[name] = {"layer": layer, **rewrite_stats(before, table_files(spark, table))}
+        tables[name] = {"layer": layer, **rewrite_stats(before, fmt.table_files(table))}
         if name == GOLD_MODEL:
-            written = dates_written(spark, cfg.schema, {t: state.snapshot_id for t, state in start.items()})
+            written = dates_written(spark, cfg.schema, fmt, start)
             total = spark.sql(f"select count(distinct event_date) from {table}").collect()[0][0]
             tables[name] |= {"dates_written": len(written), "dates_total": total, "date_values": written}
         if layer == "gold":
-            snapshots[name] = snapshot_summaries(spark, table, before and before.snapshot_id)
+            snapshots[name] = fmt.version_summaries(table, before)
     return Measurement(
         variant=variant,
         repeat=0,
@@ -143,7 +135,7 @@ def measure_variant(
         gold_fingerprint=gold_fingerprint(spark, cfg.schema),
         silver_fingerprint=silver_fingerprint(spark, cfg.schema),
         spark_seconds=scans.last_queries["spark_seconds"],
-        versions_written=versions_written(spark, start, cfg.schema),
+        versions_written=fmt.versions_written(start, cfg.schema),
         snapshots=snapshots,
         queries=scans.last_queries,
         lookback_window=(lookback_window(spark, cfg.schema, cfg.lookback_days) if variant == LOOKBACK else None),
@@ -163,6 +155,7 @@ def run_benchmark(
     """
     log = cfg.log
     scale = cfg.scale
+    fmt = table_format(spark, cfg.table_format)
     report: dict[str, Any] = {
         "benchmark": "latecomer restatement",
         "mode": cfg.mode,
@@ -194,10 +187,9 @@ def run_benchmark(
             "select": cfg.select,
             "target": cfg.target,
             "table_format": cfg.table_format,
-            "restore": "before each run, every Iceberg table is put back to its state at the start of the "
-            "variant: after the initial build, with the late batch landed in bronze (nothing_new: without "
-            "it); a table is dropped from the catalog (with purge when a full refresh recreated it) and "
-            "its metadata file of that moment is registered again (system.register_table)",
+            "restore": f"before each run, every {FORMAT_LABELS[cfg.table_format]} table is put back to its state "
+            "at the start of the variant: after the initial build, with the late batch landed in bronze "
+            f"(nothing_new: without it); {fmt.restore_method}",
         },
     }
     snapshot_project(cfg)
@@ -210,13 +202,13 @@ def run_benchmark(
     report["data"] = {**history.as_json(), "generate_seconds": round(time.perf_counter() - t0, 1)}
 
     t0 = time.perf_counter()
-    landed, reused = land_once(spark, cfg, history)
+    landed, reused = land_once(spark, cfg, fmt, history)
     ingest_history = landed.history_ingest
     log(
         f"bench: {'reused the landing of' if reused else 'landed'} {ingest_history['rows']:,} rows "
         f"in {time.perf_counter() - t0:.0f} s; initial dbt build"
     )
-    scans = ScanMetrics(spark)
+    scans = ScanMetrics(spark, fmt.scan_node)
     scans.start()
     # The gate var as every variant passes it: vars are part of what a model's
     # inputs are, so a different one would make nothing_new rebuild.
@@ -224,7 +216,7 @@ def run_benchmark(
     initial = run_dbt(cfg, "build", vars=initial_vars, spark=spark)
     initial_reads = scans.collect()
     # Every table, bronze too: nothing_new starts from here.
-    baseline = capture(spark, iceberg_tables(spark, cfg.schema, exclude_layers=()))
+    baseline = fmt.capture(fmt.tables(cfg.schema, exclude_layers=()))
     events = ingest_history["rows"]
     report["initial_load"] = {
         "ingest": ingest_history,
@@ -255,8 +247,8 @@ def run_benchmark(
         },
     }
     log(f"bench: initial build {initial.seconds:.0f} s; landing the late batch")
-    land_late(spark, cfg, history, landed, reused)
-    late_start = {**baseline, **capture(spark, bronze_tables(spark, cfg.schema))}
+    land_late(spark, cfg, fmt, history, landed, reused)
+    late_start = {**baseline, **fmt.capture(fmt.bronze_tables(cfg.schema))}
     report["late_batch"] = {
         "ingest": landed.late_ingest,
         "ingest_reused": reused,
@@ -282,7 +274,7 @@ def run_benchmark(
         for variant in list(cfg.variants[shift:]) + list(cfg.variants[:shift]):
             log(f"bench: repeat {repeat + 1}/{cfg.repeat}: {variant}")
             start = baseline if variant == NOTHING_NEW else late_start
-            m = measure_variant(spark, cfg, history, variant, start, landed.late_ingest)
+            m = measure_variant(spark, cfg, fmt, history, variant, start, landed.late_ingest)
             m.repeat = repeat + 1
             gold = m.tables.get(GOLD_MODEL, {})
             log(
@@ -292,7 +284,7 @@ def run_benchmark(
             )
             measurements.append(m)
             progress()
-    restore(spark, late_start, cfg.schema)
+    fmt.restore(late_start, cfg.schema)
     report["complete"] = True
     progress()
     return report

@@ -1,14 +1,17 @@
-"""Iceberg table state: capture it, put it back, and say what a run wrote.
+"""Table state: capture it, put it back, and say what a run wrote.
 
-A table is put back to a captured state by dropping it from the catalog (its
-files stay) and registering its metadata file of that moment again
-(``CALL spark_catalog.system.register_table``); a table that a full refresh
-recreated is dropped with PURGE first, which deletes only the recreated files.
+What a state is and how it is put back belongs to the table format
+(:class:`TableFormat`, implemented by tooling.bench.iceberg_state and
+tooling.bench.delta_state; tooling.bench.formats picks one); what a run wrote
+is the same comparison on both: the table's live data files before and after
+(:func:`rewrite_stats`) and the versions it did not have before
+(:meth:`TableFormat.versions_written`).
 """
 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,113 +44,125 @@ def drop_schemas(spark: SparkSession, schema: str) -> None:
         spark.sql(f"drop database if exists {db} cascade")
 
 
-def iceberg_tables(spark: SparkSession, schema: str, exclude_layers: Iterable[str] = ("bronze",)) -> list[str]:
-    """Iceberg tables of the deployment (views and excluded layers left out)."""
-    skip = {f"{schema}_{layer}" for layer in exclude_layers}
-    tables = []
-    for db in schemas_of(spark, schema):
-        if db in skip:
-            continue
-        for row in spark.sql(f"show tables in {db}").collect():
-            if row.isTemporary:
-                continue
-            name = f"{db}.{row.tableName}"
-            try:
-                spark.sql(f"select 1 from {name}.metadata_log_entries limit 1").collect()
-            except Exception:  # a view or not an Iceberg table
-                continue
-            tables.append(name)
-    return sorted(tables)
-
-
-def bronze_tables(spark: SparkSession, schema: str) -> list[str]:
-    """The Iceberg tables of the deployment's bronze layer."""
-    return [t for t in iceberg_tables(spark, schema, exclude_layers=()) if layer_of(t, schema) == "bronze"]
-
-
 def layer_of(table: str, schema: str) -> str:
     """``<schema>_silver.x`` -> ``silver``."""
     return table.split(".")[0].removeprefix(f"{schema}_")
 
 
-def current_metadata_file(spark: SparkSession, table: str) -> str:
-    return spark.sql(f"select file from {table}.metadata_log_entries order by timestamp desc limit 1").collect()[0][0]
-
-
 @dataclass
 class TableState:
+    """A table at one moment, as its format identifies it.
+
+    ``pointer``: what names that moment for good, a file or folder that
+    exists as long as the state can be put back (Iceberg: its metadata file;
+    Delta: a hard-linked copy of its folder). ``version``: what `version as
+    of` reads (Iceberg: snapshot id; Delta: table version). ``lineage``: ids
+    of every version the table had (Iceberg: snapshot ids; Delta: version and
+    commit time), and ``head`` the one of ``version``: a later table that
+    still lists ``head`` descends from this state.
+    """
+
     table: str
-    metadata_file: str
-    snapshot_id: int | None
+    pointer: str
+    version: int | None
     files: FileMap
-    snapshot_ids: frozenset[int] = frozenset()
+    lineage: frozenset[str] = frozenset()
+    head: str | None = None
 
 
-def table_files(spark: SparkSession, table: str) -> FileMap:
-    frame = spark.table(f"{table}.files")
-    partition = "to_json(partition)" if "partition" in frame.columns else "'{}'"
-    rows = spark.sql(
-        f"select file_path, {partition} as part, file_size_in_bytes, record_count from {table}.files where content = 0"
-    ).collect()
-    return {r.file_path: (r.part, int(r.file_size_in_bytes), int(r.record_count)) for r in rows}
+class TableFormat(ABC):
+    """The table format's side of the benchmark, on one session."""
 
+    name: str
+    # The start of the name of a plan node that reads the format's data files (tooling.bench.metrics).
+    scan_node: str
+    # What the report says about how tables are put back between runs.
+    restore_method: str
 
-def snapshot_ids(spark: SparkSession, table: str) -> frozenset[int]:
-    return frozenset(r.snapshot_id for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect())
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
 
+    @abstractmethod
+    def is_table(self, table: str) -> bool:
+        """Whether ``table`` is a table of this format (not a view, nor a staging table of another)."""
 
-def capture(spark: SparkSession, tables: Sequence[str], with_files: bool = True) -> dict[str, TableState]:
-    states = {}
-    for table in tables:
-        snap = spark.sql(f"select snapshot_id from {table}.snapshots order by committed_at desc limit 1").collect()
-        states[table] = TableState(
-            table=table,
-            metadata_file=current_metadata_file(spark, table),
-            snapshot_id=snap[0][0] if snap else None,
-            files=table_files(spark, table) if with_files else {},
-            snapshot_ids=snapshot_ids(spark, table),
-        )
-    return states
+    @abstractmethod
+    def capture(self, tables: Sequence[str], with_files: bool = True) -> dict[str, TableState]:
+        """The current state of each table (with its live data files unless not ``with_files``)."""
 
+    @abstractmethod
+    def put_back(self, state: TableState) -> None:
+        """Make ``state`` the table's current state again (creating the table if it is gone)."""
 
-def restore(spark: SparkSession, states: Mapping[str, TableState], schema: str, drop_others: bool = True) -> None:
-    """Put the tables of ``states`` back to their state. With ``drop_others``,
-    the deployment's other tables (created since) are dropped with their
-    files, except bronze (append-only) when ``states`` holds no bronze table."""
-    with_bronze = any(layer_of(table, schema) == "bronze" for table in states)
-    others = iceberg_tables(spark, schema, exclude_layers=() if with_bronze else ("bronze",)) if drop_others else []
-    for table in others:
-        if table not in states:  # created after the capture: not ours to keep
-            spark.sql(f"drop table {table} purge")
-    for table, state in states.items():
-        if spark.catalog.tableExists(table):
-            if current_metadata_file(spark, table) == state.metadata_file:
+    @abstractmethod
+    def drop(self, table: str) -> None:
+        """Drop a table created after a capture, with its files."""
+
+    @abstractmethod
+    def lineage(self, table: str) -> frozenset[str]:
+        """Ids of the versions the table has (see :class:`TableState`)."""
+
+    @abstractmethod
+    def table_files(self, table: str) -> FileMap:
+        """The table's live data files."""
+
+    @abstractmethod
+    def version_summaries(self, table: str, before: TableState | None) -> list[dict[str, Any]]:
+        """What each version committed after ``before`` says it did (all when the table was recreated)."""
+
+    @abstractmethod
+    def state_of_pointer(self, table: str, pointer: str) -> TableState:
+        """A recorded pointer (tooling.bench.landing) as a state to put back."""
+
+    def tables(self, schema: str, exclude_layers: Iterable[str] = ("bronze",)) -> list[str]:
+        """Tables of the deployment in this format (views and excluded layers left out)."""
+        skip = {f"{schema}_{layer}" for layer in exclude_layers}
+        found = []
+        for db in schemas_of(self.spark, schema):
+            if db in skip:
                 continue
-            # A table recreated since (full refresh) shares no snapshot, and so
-            # no file, with the captured one: purge deletes its own files only.
-            # Any other table, older or newer than the capture, is dropped
-            # from the catalog only.
-            recreated = bool(state.snapshot_ids) and not (snapshot_ids(spark, table) & state.snapshot_ids)
-            spark.sql(f"drop table {table}{' purge' if recreated else ''}")
-        spark.sql(
-            f"call spark_catalog.system.register_table(table => '{table}', metadata_file => '{state.metadata_file}')"
-        ).collect()
-        spark.sql(f"refresh table {table}")
-    spark.catalog.clearCache()
+            for row in self.spark.sql(f"show tables in {db}").collect():
+                name = f"{db}.{row.tableName}"
+                if not row.isTemporary and self.is_table(name):
+                    found.append(name)
+        return sorted(found)
 
+    def bronze_tables(self, schema: str) -> list[str]:
+        """The tables of the deployment's bronze layer."""
+        return [t for t in self.tables(schema, exclude_layers=()) if layer_of(t, schema) == "bronze"]
 
-def versions_written(spark: SparkSession, states: Mapping[str, TableState], schema: str) -> dict[str, int]:
-    """Table versions (Iceberg snapshots) committed since ``states`` was
-    captured, per table that got any: new snapshots of known tables, and every
-    snapshot of a table created (or recreated) since."""
-    out = {}
-    for table in iceberg_tables(spark, schema, exclude_layers=()):
-        before = states.get(table)
-        known = before.snapshot_ids if before else frozenset()
-        new = len(snapshot_ids(spark, table) - known)
-        if new or before is None:
-            out[table.split(".")[1]] = new
-    return out
+    def restore(self, states: Mapping[str, TableState], schema: str, drop_others: bool = True) -> None:
+        """Put the tables of ``states`` back to their state. With ``drop_others``,
+        the deployment's other tables (created since) are dropped with their
+        files, except bronze (append-only) when ``states`` holds no bronze table."""
+        with_bronze = any(layer_of(table, schema) == "bronze" for table in states)
+        others = self.tables(schema, exclude_layers=() if with_bronze else ("bronze",)) if drop_others else []
+        for table in others:
+            if table not in states:  # created after the capture: not ours to keep
+                self.drop(table)
+        for state in states.values():
+            self.put_back(state)
+        self.spark.catalog.clearCache()
+
+    def versions_written(self, states: Mapping[str, TableState], schema: str) -> dict[str, int]:
+        """Table versions (Iceberg snapshots, Delta commits) committed since
+        ``states`` was captured, per table that got any: new versions of known
+        tables, and every version of a table created (or recreated) since."""
+        out = {}
+        for table in self.tables(schema, exclude_layers=()):
+            before = states.get(table)
+            known = before.lineage if before else frozenset()
+            new = len(self.lineage(table) - known)
+            if new or before is None:
+                out[table.split(".")[1]] = new
+        return out
+
+    def readable_version(self, table: str, state: TableState | None) -> int | None:
+        """``state``'s version when the table still holds it (`version as of`
+        reads it), else None (the table was recreated since, or is new)."""
+        if state is None or state.head is None or state.head not in self.lineage(table):
+            return None
+        return state.version
 
 
 def rewrite_stats(before: TableState | None, after: FileMap) -> dict[str, Any]:
@@ -180,23 +195,3 @@ def _partition_value(field: str, value: Any) -> str:
     if field.endswith("_month") and isinstance(value, int):
         return f"{1970 + value // 12:04d}-{value % 12 + 1:02d}"
     return str(value)
-
-
-def snapshot_summaries(spark: SparkSession, table: str, after_snapshot: int | None) -> list[dict[str, Any]]:
-    """Summaries of the snapshots committed after ``after_snapshot`` (all when
-    the table was recreated)."""
-    rows = spark.sql(
-        f"select snapshot_id, parent_id, operation, summary from {table}.snapshots order by committed_at"
-    ).collect()
-    ids = [r.snapshot_id for r in rows]
-    start = ids.index(after_snapshot) + 1 if after_snapshot in ids else 0
-    keep = (
-        "changed-partition-count",
-        "added-files-size",
-        "removed-files-size",
-        "added-records",
-        "deleted-records",
-        "added-data-files",
-        "deleted-data-files",
-    )
-    return [{"operation": r.operation, **{k: r.summary.get(k) for k in keep if k in r.summary}} for r in rows[start:]]
