@@ -71,26 +71,25 @@ chromium:
 	echo "Installing Debian's chromium for tests/pytest/test_report.py"; \
 	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
-## test: the whole test suite: pytest (dbt in-process on local, on a real Thrift server and on a standalone Spark
-##   cluster), and `make lint` beside it at the lowest CPU priority. Lint is pure CPU, and pytest leaves about a
-##   third of two cores idle while Spark waits; lint takes that instead of two minutes of its own. A line says
-##   when lint has finished, its output (target/lint.log) follows pytest's, and either failing fails the target.
+## test: the whole test suite on both table formats at once (tests/suite.py): on Iceberg every test (dbt
+##   in-process, a real Thrift server, a standalone Spark cluster), on Delta Lake the scenarios, in two
+##   pytest-xdist workers; and `make lint` beside them at the lowest CPU priority. A build keeps about one core
+##   busy, so the runs share two cores. A line says when lint has finished, its output (target/lint.log)
+##   follows the tests', and either failing fails the target.
 test: install chromium
 	@mkdir -p target
 	@( nice -n 19 $(MAKE) --no-print-directory lint > target/lint.log 2>&1 \
-		&& echo "make lint passed, beside pytest (target/lint.log)" \
-		|| { echo "make lint FAILED, beside pytest (target/lint.log)"; exit 1; } ) & lint=$$!; \
-	$(BIN)/python -m pytest; tests=$$?; \
+		&& echo "make lint passed, beside the tests (target/lint.log)" \
+		|| { echo "make lint FAILED, beside the tests (target/lint.log)"; exit 1; } ) & lint=$$!; \
+	$(BIN)/python -m tests.suite; tests=$$?; \
 	wait $$lint; linted=$$?; \
-	echo "== make lint (run beside pytest) =="; cat target/lint.log; \
+	echo "== make lint (run beside the tests) =="; cat target/lint.log; \
 	[ $$tests = 0 ] && [ $$linted = 0 ]
 
-## test-delta: the scenario test files on Delta Lake (LATECOMER_TEST_FORMAT=delta: a Delta session, dbt's delta
-##   target); DELTA_TESTS names others. Tests of a mechanism only Iceberg has skip, naming it.
-DELTA_TESTS ?= tests/pytest/test_late_arrival_sample.py tests/pytest/test_publication_holds.py \
-	tests/pytest/test_backfill.py tests/pytest/test_versions.py tests/pytest/test_scd2.py tests/pytest/test_period_close.py
+## test-delta: the scenarios on Delta Lake alone (a Delta session, dbt's delta target; TESTS=<files> for fewer).
+##   A test of a mechanism only Iceberg has skips, naming it.
 test-delta: install
-	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest $(DELTA_TESTS)
+	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest -n 2 --dist loadfile $(TESTS)
 
 ## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project
 lint: install check-project

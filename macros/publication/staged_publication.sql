@@ -13,11 +13,18 @@
                                  node succeeded, and drops the branch;
     - drop_stale_run_branches    (maintain_tables) drops the branches of
                                  runs killed before their end.
-    Iceberg only: on Delta (no branches) each model publishes when it is
-    written, as dbt does. -#}
+    On Delta (no branches) the run tags its commits with its name and writes
+    in place; on-run-end puts back every staged table a run that is not
+    published wrote (finish_delta_publication). -#}
 
 {% macro begin_staged_publication() %}
-    {%- if not execute or flags.WHICH not in ('build', 'run') or versions_table_format() != 'iceberg' -%}
+    {%- if not execute or flags.WHICH not in ('build', 'run') -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if versions_table_format() == 'delta' -%}
+        {%- set run = adapter.begin_delta_publication() -%}
+        {{ log('Staged publication: this run\'s Delta commits are tagged ' ~ run
+            ~ ', and put back at the end of the run unless every node succeeds') }}
         {{ return('') }}
     {%- endif -%}
     {%- set branch = adapter.begin_staged_publication() -%}
@@ -55,6 +62,7 @@
 {#- on-run-end: publish every staged table, or none. Returns whether the
     run's gold was published (true also when nothing was staged). -#}
 {% macro finish_staged_publication(results) %}
+    {%- if versions_table_format() == 'delta' -%}{{ return(finish_delta_publication(results)) }}{%- endif -%}
     {%- set branch = adapter.run_branch() -%}
     {%- if branch is none -%}{{ return(true) }}{%- endif -%}
     {%- set decision = adapter.publication_decision(results) -%}
@@ -78,6 +86,51 @@
                 ~ decision['summary'] ~ ')') ~ ': ' ~ tables | join(', '), info=true) }}
     {%- endif -%}
     {{ return(decision['publish'] or tables | length == 0) }}
+{% endmacro %}
+
+
+{#- on-run-end on Delta: when a node did not succeed, every staged table the
+    run made a commit to goes back (RESTORE) to its last version before the
+    run's first commit; a table the run created stays. Returns whether the
+    run's writes stand. -#}
+{% macro finish_delta_publication(results) %}
+    {%- set run = adapter.end_delta_publication() -%}
+    {%- if run is none -%}{{ return(true) }}{%- endif -%}
+    {%- set decision = adapter.publication_decision(results) -%}
+    {%- if decision['publish'] -%}{{ return(true) }}{%- endif -%}
+    {%- set restored = [] -%}
+    {%- for relation in staged_publication_relations() -%}
+        {%- set version = adapter.version_before_run(run_query('describe history ' ~ relation), run) -%}
+        {%- if version is not none -%}
+            {%- call statement('restore_published_version') -%}
+                restore table {{ relation }} to version as of {{ version }}
+            {%- endcall -%}
+            {%- do restored.append(relation ~ '') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if restored -%}
+        {{ log('Staged publication: ' ~ (restored | length) ~ ' table(s) left as published before this run ('
+            ~ decision['summary'] ~ '; put back with RESTORE): ' ~ restored | sort | join(', '), info=true) }}
+    {%- endif -%}
+    {{ return(false) }}
+{% endmacro %}
+
+
+{#- The existing tables whose writes a run stages: models with
+    meta.staged_publication, the change manifest and the hold log. -#}
+{% macro staged_publication_relations() %}
+    {%- set relations = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and (node.config.meta or {}).get('staged_publication', false) -%}
+        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+        {%- if relation is not none and not relation.is_view -%}{%- do relations.append(relation) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- for name in [manifest_relation(), hold_log_relation()] -%}
+        {%- set schema, identifier = name.split('.') -%}
+        {%- set relation = adapter.get_relation(database=none, schema=schema, identifier=identifier) -%}
+        {%- if relation is not none -%}{%- do relations.append(relation) -%}{%- endif -%}
+    {%- endfor -%}
+    {{ return(relations) }}
 {% endmacro %}
 
 

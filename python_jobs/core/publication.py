@@ -27,8 +27,17 @@ run branch (:func:`run_branch`), instead of the tables' ``main``:
 
 What is not staged: a table's first build and ``--full-refresh`` create or
 replace it on ``main`` (there is nothing published to protect, or the
-operator asked for a rebuild); a Delta target has no branches and publishes
-model by model (macros/publication/staged_publication.sql).
+operator asked for a rebuild).
+
+Delta has no branches. On a Delta target a run tags every commit it makes
+with its run name (Delta's ``commitInfo.userMetadata``, the same name as the
+run branch) and writes the tables in place; on-run-end, when the run is not
+published, every staged table it wrote is put back with ``RESTORE`` to its
+last version before the run's first commit (:func:`version_before_run`), so
+the published state after a failed run is the same as on Iceberg. What
+differs: a reader during the run sees each table as it is written, and a run
+killed before its on-run-end leaves its writes in place until the next build
+recomputes them (the README's "Staged publication", format by format).
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ from dataclasses import dataclass
 
 # Every run branch's name starts with this; nothing else may.
 BRANCH_PREFIX = "latecomer_run_"
+# The Spark setting Delta copies into each commit's userMetadata: a run's name on Delta.
+DELTA_RUN_TAG = "spark.databricks.delta.commitInfo.userMetadata"
 # dbt result statuses of a node that did what it was asked (warn: a data test
 # whose failures are below its error threshold; no-op: a node with nothing to
 # run, such as an exposure in `dbt build`).
@@ -87,3 +98,19 @@ def stale_branches(ref_names: Iterable[str], current: str | None = None) -> list
     """Run branches among a table's refs that no run will publish: every one but ``current``."""
     return sorted(name for name in ref_names if name.startswith(BRANCH_PREFIX) and name != current)
 
+
+
+def version_before_run(history: Iterable[tuple[int, str | None]], run: str) -> int | None:
+    """The version a Delta table goes back to when run ``run`` is not published.
+
+    ``history``: the table's ``(version, userMetadata)`` pairs (DESCRIBE
+    HISTORY). The last version before the run's first commit to the table;
+    None when the run made no commit to it, or created it (nothing was
+    published before).
+    """
+    versions = sorted((int(version), tag) for version, tag in history)
+    first = next((version for version, tag in versions if tag == run), None)
+    if first is None:
+        return None
+    earlier = [version for version, _ in versions if version < first]
+    return earlier[-1] if earlier else None

@@ -43,6 +43,14 @@ if TEST_FORMAT not in ("iceberg", "delta"):
     raise SystemExit(f"LATECOMER_TEST_FORMAT={TEST_FORMAT!r}: choose iceberg or delta")
 os.environ["LATECOMER_TABLE_FORMAT"] = TEST_FORMAT
 TEST_TARGET = {"iceberg": "local", "delta": "delta"}[TEST_FORMAT]
+# `make test` runs the suite in several processes at once (tests/suite.py): one
+# per format, Delta's split across pytest-xdist workers. Each keeps its own
+# dbt target and log folders, those of the commands the tests call (the
+# steward's replay) included: dbt reads these two variables.
+RUN_NAME = "-".join(filter(None, (TEST_FORMAT, os.environ.get("PYTEST_XDIST_WORKER"))))
+TARGET_DIR = ROOT / "target" / f"pytest-{RUN_NAME}"
+os.environ["DBT_TARGET_PATH"] = str(TARGET_DIR / "commands")
+os.environ["DBT_LOG_PATH"] = str(ROOT / "logs" / f"pytest-{RUN_NAME}")
 # Commands the tests call that run dbt themselves (the steward's replay, the
 # report) take the same target.
 os.environ["LATECOMER_TARGET"] = TEST_TARGET
@@ -77,7 +85,7 @@ class Project:
     spark: SparkSession
     schema: str
     target: str = TEST_TARGET
-    target_path: Path = field(default_factory=lambda: ROOT / "target" / "pytest")
+    target_path: Path = TARGET_DIR
     project_dir: Path = ROOT
     # dbt's log messages (not debug) of the last invocation.
     messages: list[str] = field(default_factory=list)
@@ -223,6 +231,25 @@ def version_parents(spark: SparkSession, table: str) -> dict[int, int | None]:
 def iceberg_only(feature: str) -> pytest.MarkDecorator:
     """Skips a test on Delta: it checks ``feature``, a mechanism only Iceberg has."""
     return pytest.mark.skipif(TEST_FORMAT != "iceberg", reason=f"Iceberg only: {feature}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On Delta, the tests that run Spark, the scenarios (those on the suite's
+    session, and those marked ``each_format`` that start their own): those
+    that need none (the plain-Python logic, rendering, parsing) run once, on
+    Iceberg, and so
+    do the Thrift server's and the standalone cluster's, on the default
+    format (tests/suite.py runs both)."""
+    if TEST_FORMAT == "iceberg":
+        return
+    keep, skip = [], []
+    for item in items:
+        infrastructure = item.get_closest_marker("thrift") or item.get_closest_marker("cluster")
+        runs_spark = "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("each_format")
+        (keep if runs_spark and not infrastructure else skip).append(item)
+    if skip:
+        config.hook.pytest_deselected(items=skip)
+        items[:] = keep
 
 
 def _deployment(spark: SparkSession, schema: str) -> Iterator[Project]:

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from python_jobs.core.failpoints import INGEST_AFTER_ROWS
 from tests.pytest.faults import Deployment, Step, run_faults, summary
 
 AS_OF = "2024-01-21T00:00:00+00:00"
+# Its drivers take the suite's format (LATECOMER_TABLE_FORMAT, LATECOMER_TARGET).
+pytestmark = pytest.mark.each_format
 
 
 def test_each_fault_is_followed_by_a_build_that_converges(tmp_path: Path) -> None:

@@ -54,3 +54,16 @@ def test_stale_branches_are_other_runs_branches_only() -> None:
     assert publication.stale_branches(refs, current="latecomer_run_bbb") == ["latecomer_run_aaa", "latecomer_run_ccc"]
     assert publication.stale_branches(["main", "audit_2024"]) == []
 
+
+
+def test_a_delta_table_goes_back_to_its_last_version_before_the_run() -> None:
+    run = "latecomer_run_bbb"
+    # Written by two earlier runs (one untagged, from before tagging), then
+    # three commits of this run: back to 4, whatever order the rows come in.
+    history = [(6, run), (5, run), (7, run), (4, "latecomer_run_aaa"), (3, None), (0, None)]
+    assert publication.version_before_run(history, run) == 4
+    # Not written by the run: nothing to put back.
+    assert publication.version_before_run([(1, "latecomer_run_aaa"), (0, None)], run) is None
+    # Created by the run: nothing was published before it, the table stays.
+    assert publication.version_before_run([(1, run), (0, run)], run) is None
+    assert publication.version_before_run([], run) is None

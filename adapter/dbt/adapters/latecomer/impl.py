@@ -102,6 +102,8 @@ class LatecomerAdapter(SparkAdapter):
         # branch each connection's session was last told.
         self._run_branches: dict[str, str] = {}
         self._staged: dict[str, set[str]] = {}
+        # On Delta: the run name each invocation tags its commits with.
+        self._delta_runs: dict[str, str] = {}
         self._branch_told: dict[int, str | None] = {}
 
     @classmethod
@@ -349,6 +351,30 @@ class LatecomerAdapter(SparkAdapter):
         self._branch_told.clear()
         super().execute(_wap_branch_sql(branch))
         return branch
+
+    @available
+    def begin_delta_publication(self) -> str:
+        """Tag every Delta commit of this invocation with its run name
+        (publication.DELTA_RUN_TAG); returns the name."""
+        run = publication.run_branch(get_invocation_id())
+        self._delta_runs[get_invocation_id()] = run
+        super().execute(f"set {publication.DELTA_RUN_TAG} = {run}")
+        return run
+
+    @available
+    def end_delta_publication(self) -> str | None:
+        """Stop tagging commits; returns the run's name (None when it tagged none)."""
+        run = self._delta_runs.pop(get_invocation_id(), None)
+        if run is not None:
+            super().execute(f"reset {publication.DELTA_RUN_TAG}")
+        return run
+
+    @available
+    def version_before_run(self, history: Any, run: str) -> int | None:
+        """publication.version_before_run over a DESCRIBE HISTORY result (an agate table)."""
+        columns = list(history.column_names)
+        version, tag = columns.index("version"), columns.index("userMetadata")
+        return publication.version_before_run(((row[version], row[tag]) for row in history.rows), run)
 
     @available
     def run_branch(self) -> str | None:
