@@ -7,18 +7,23 @@ static lookback (a copy of the project with tooling/bench/lookback.patch) its
 window plus those, the full refresh every date; the three give the same silver and gold; the floor
 (a plain PySpark job) merges the late batch into the same silver_events rows;
 a build with nothing new writes no table version; the incremental build reads
-only the late batch from bronze; results are written.
+only the late batch from bronze; results are written. On the suite's table
+format (LATECOMER_TEST_FORMAT: Iceberg, or Delta with its dbt target).
+
+The side-by-side report of both formats (tooling.bench.side_by_side) is
+checked without Spark, on two hand-made reports.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.pytest.conftest import TEST_FORMAT
 from tooling.bench.config import (
     CORE_MODELS,
     FLOOR,
@@ -32,6 +37,7 @@ from tooling.bench.config import (
 from tooling.bench.project import apply_patch
 from tooling.bench.report import write_results
 from tooling.bench.runner import run_benchmark
+from tooling.bench.side_by_side import render_side_by_side, side_by_side
 from tooling.bench.state import drop_schemas
 from tooling.bench.sweep import growth, render_sweep
 from tooling.synthetic import Scale
@@ -56,6 +62,7 @@ def bench_run(spark, tmp_path_factory) -> dict[str, Any]:
         select=SMOKE_SELECT,
         results_dir=results_dir,
         mode="smoke",
+        table_format=TEST_FORMAT,
         log=lambda message: None,
     )
     drop_schemas(spark, SCHEMA)
@@ -79,11 +86,12 @@ def test_incremental_rewrites_exactly_the_late_partitions(bench_run):
     assert gold["date_values"] == late_dates
     assert gold["dates_written"] == SCALE.k
     assert gold["dates_total"] > SCALE.k
-    # Files: gold is partitioned by month (month_partitions), so the files
-    # rewritten are those of the late dates' months, and only those.
-    late_months = sorted({d[:7] for d in late_dates})
-    assert gold["partition_values"] == late_months
-    assert gold["partitions_written"] == gold["partitions_rewritten"] == len(late_months)
+    # Files: gold is partitioned by month on Iceberg (month_partitions; by
+    # day on Delta), so the files rewritten are those of the late dates'
+    # months (days), and only those.
+    late_partitions = sorted({d[:7] for d in late_dates}) if TEST_FORMAT == "iceberg" else late_dates
+    assert gold["partition_values"] == late_partitions
+    assert gold["partitions_written"] == gold["partitions_rewritten"] == len(late_partitions)
     silver = run_of(report, "incremental")["tables"]["silver_events"]
     assert silver["partition_values"] == late_dates
 
@@ -157,6 +165,12 @@ def test_nothing_new_writes_no_table_version(bench_run):
     assert run_of(report, "incremental")["versions_written"][GOLD] >= 1
 
 
+@pytest.mark.xfail(
+    TEST_FORMAT == "delta",
+    reason="Delta: the snapshot's post-hook record_inputs_fingerprint (snapshots/_snapshots.yml) sets its "
+    "table property at every build, and Delta commits that as a version (Iceberg does not)",
+    strict=True,
+)
 def test_nothing_new_writes_no_snapshot_version(bench_run):
     report = bench_run["report"]
     assert SNAPSHOT not in run_of(report, NOTHING_NEW)["versions_written"]
@@ -187,7 +201,8 @@ def test_queries_are_counted_per_model(bench_run):
         assert run["spark_seconds"] == pytest.approx(sum(n["spark_seconds"] for n in by_node.values()), abs=0.01)
         assert run["spark_seconds"] > 0
     queries = run_of(report, "incremental")["queries"]["queries"]
-    assert any(q["node"] == GOLD and q["head"] == "ReplaceData" for q in queries), "the merge into gold"
+    merge = {"iceberg": "ReplaceData", "delta": "Execute MergeIntoCommand"}[TEST_FORMAT]
+    assert any(q["node"] == GOLD and q["head"] == merge for q in queries), "the merge into gold"
     assert report["summary"]["incremental"]["queries"][GOLD]["queries"] >= 1
 
 
@@ -228,7 +243,7 @@ def test_results_are_written(bench_run):
     assert "| incremental as a multiple of | build | Spark time |" in markdown
     assert "## Model time per variant" in markdown
     assert f"{GOLD}: partitions written / total" in markdown
-    latest = Path(bench_run["json"]).parent / "latest-smoke.json"
+    latest = Path(bench_run["json"]).parent / f"latest-smoke-{TEST_FORMAT}.json"
     assert json.loads(latest.read_text())["started_at"] == data["started_at"]
 
 
@@ -256,3 +271,50 @@ def test_sweep_growth_is_longest_over_shortest():
     markdown = render_sweep(sweep)
     assert "| growth 30 -> 120 days | 4.00x | 1.20x | 1.20x | 4.00x | 4.00x | |" in markdown
     assert "| 120 | 120,000 | 12.0 | 6.0 | 80.0 | 40.0 | 1.0 |" in markdown
+
+
+def test_side_by_side_compares_the_formats():
+    def report(table_format: str, seconds: float, gold_digest: int) -> dict[str, Any]:
+        silver = {"rows": 10, "deleted": 1, "digest": 5}
+
+        def run(variant: str, digest: int) -> dict[str, Any]:
+            return {"variant": variant, "gold_fingerprint": {"rows": 4, "digest": digest}, "silver_fingerprint": silver}
+
+        return {
+            "mode": "smoke",
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "config": {"variants": ["incremental", "full_refresh"], "repeat": 1, "target": table_format, "schema": "s"},
+            "data": {"scale": {"days": 5, "events_per_day": 1000}},
+            "machine": {"cpu_count": 2, "memory_gib": 8.0, "spark": "3.5"},
+            "late_batch": {"k": 3, "dates": ["2024-01-02"]},
+            "runs": [run("incremental", 1), run("full_refresh", gold_digest)],
+            "summary": {
+                "incremental": {"build_seconds": seconds, "spark_seconds": seconds / 2},
+                "full_refresh": {"build_seconds": 4 * seconds, "spark_seconds": 2 * seconds},
+                "all_variants_same_gold": gold_digest == 1,
+                "all_variants_same_silver": True,
+            },
+        }
+
+    reports = {"iceberg": report("iceberg", 10.0, 1), "delta": report("delta", 15.0, 2)}
+    combined = side_by_side(reports, "smoke", datetime(2026, 1, 1, tzinfo=UTC))
+    variants = combined["comparison"]["variants"]
+    # The incremental builds agree across formats; the full refreshes' gold differs.
+    assert variants["incremental"]["same_gold"] is True
+    assert variants["full_refresh"]["same_gold"] is False
+    assert variants["full_refresh"]["same_silver"] is True
+    assert variants["incremental"]["delta"]["build_seconds"] == 15.0
+    assert variants["incremental"]["build_ratio"] == {"delta/iceberg": 1.5}
+    assert combined["same_gold_across_formats"] is False
+    assert combined["same_silver_across_formats"] is True
+    assert json.loads(json.dumps(combined))["same_gold_across_formats"] is False
+    markdown = render_side_by_side(combined)
+    assert "| variant | build, s Iceberg | build, s Delta | Spark, s Iceberg | Spark, s Delta |" in markdown
+    assert "| incremental | 10.0 | 15.0 | 5.0 | 7.5 | 1.50x | yes | yes |" in markdown
+    assert "| full_refresh | 40.0 | 60.0 | 20.0 | 30.0 | 1.50x | **no** | yes |" in markdown
+    assert (
+        "Gold fingerprint the same on Iceberg and Delta in every variant: false; silver_events too: true." in markdown
+    )
+    # The same reports, agreeing: every variant the same.
+    reports["delta"] = report("delta", 15.0, 1)
+    assert side_by_side(reports, "smoke", datetime(2026, 1, 1, tzinfo=UTC))["same_gold_across_formats"] is True
