@@ -52,9 +52,9 @@ $(HADOOP_JAR): requirements.txt $(wildcard jvm/src/latecomer/hadoop/*.java) | $(
 $(JVM_ARCHIVE): requirements.txt $(JARS_STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py | $(STAMP)
 	$(BIN)/python -m python_jobs.operations.jvm_archive || true
 
-## run: land the sample data through ingest and `dbt build` it on the local target
+## run: land the sample data through ingest and `dbt build` it on the local target (TABLE_FORMAT=delta: on Delta Lake)
 run: install
-	$(BIN)/python -m python_jobs.operations.run_sample
+	$(if $(TABLE_FORMAT),LATECOMER_TABLE_FORMAT=$(TABLE_FORMAT) )$(BIN)/python -m python_jobs.operations.run_sample
 
 ## report: the HTML report of the built tables (lateness, completeness backtest, restatements, live vs final,
 ##   quarantine) -> target/report/index.html; REPORT_ARGS="--schema ... --target ..." to read another deployment
@@ -114,12 +114,14 @@ thrift-stop: install
 	$(BIN)/python -m python_jobs.operations.thrift_server stop
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
-##   vs the floor (a plain PySpark job), and a build with nothing new (BENCH_ARGS="--help" for options)
+##   vs the floor (a plain PySpark job), and a build with nothing new, on Iceberg and on Delta Lake side by side
+##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options)
 bench: install
 	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 
+## bench-smoke: the same at a tiny scale, both formats (what tests/pytest/test_bench_smoke.py checks on one)
 bench-smoke: install
-	$(BIN)/python -m tooling.bench --smoke
+	$(BIN)/python -m tooling.bench --smoke $(BENCH_ARGS)
 
 ## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")
 bench-sweep: install

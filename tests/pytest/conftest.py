@@ -228,6 +228,27 @@ def version_parents(spark: SparkSession, table: str) -> dict[int, int | None]:
     return {row[0]: row[1] for row in rows}
 
 
+def files_removed_and_deletes_added(spark: SparkSession, table: str) -> list[tuple[int, int]]:
+    """Per version of ``table``, oldest first: (data files removed, row
+    deletes written without rewriting a file). Iceberg: its snapshot
+    summaries' deleted-data-files and added-delete-files; Delta: its commits'
+    operationMetrics, removed files and deletion vectors added."""
+    if TEST_FORMAT == "delta":
+        rows = spark.sql(f"describe history {table}").orderBy("version").collect()
+        metrics = [{k: int(v) for k, v in (row.operationMetrics or {}).items() if v.isdigit()} for row in rows]
+        return [
+            (
+                m.get("numRemovedFiles", 0) + m.get("numTargetFilesRemoved", 0),
+                m.get("numDeletionVectorsAdded", 0) + m.get("numTargetDeletionVectorsAdded", 0),
+            )
+            for m in metrics
+        ]
+    rows = spark.sql(f"select summary from {table}.snapshots order by committed_at").collect()
+    return [
+        (int(row.summary.get("deleted-data-files", 0)), int(row.summary.get("added-delete-files", 0))) for row in rows
+    ]
+
+
 def iceberg_only(feature: str) -> pytest.MarkDecorator:
     """Skips a test on Delta: it checks ``feature``, a mechanism only Iceberg has."""
     return pytest.mark.skipif(TEST_FORMAT != "iceberg", reason=f"Iceberg only: {feature}")
