@@ -45,8 +45,9 @@ scaling up:
   (shared storage) and LATECOMER_METASTORE_URI, and put --results-dir on a file
   system the executors can read (the landing files are read by Spark).
   Generated data (<results>/data) and each scale's landing in bronze
-  (<results>/state, schema bench_d<days>_e<events>) are kept and reused by
-  later runs of the same scale; --fresh lands again.
+  (<results>/state-<format>, schema bench_d<days>_e<events>, on Delta
+  bench_d<days>_e<events>_delta) are kept and reused by later runs of the
+  same scale; --fresh lands again.
   Results of different versions or machines compare through the JSON files.
 """
 
