@@ -33,10 +33,11 @@ def run_formats(argv: Sequence[str], mode: str, results_dir: Path, formats: Sequ
     reports: dict[str, dict[str, Any]] = {}
     failed = []
     for table_format in formats:
-        print(f"bench: {FORMAT_LABELS[table_format]}: python -m tooling.bench {' '.join(argv)} --format {table_format}")
+        command = ["-m", "tooling.bench", *argv, "--format", table_format]
+        print(f"bench: {FORMAT_LABELS[table_format]}: python {' '.join(command)}", flush=True)
         # The last --format given wins; the cluster target reads LATECOMER_TABLE_FORMAT.
         done = subprocess.run(
-            [sys.executable, "-m", "tooling.bench", *argv, "--format", table_format],
+            [sys.executable, *command],
             env={**os.environ, "LATECOMER_TABLE_FORMAT": table_format},
         )
         report = _latest_report(results_dir, mode, table_format, started)
