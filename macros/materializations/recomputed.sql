@@ -188,6 +188,10 @@
     {%- if fingerprint is none -%}
         {{ return("select 'no inputs fingerprint' as status") }}
     {%- endif -%}
+    {#- Set only when it changed: on Delta setting a property is a commit. -#}
+    {%- if stored_inputs_fingerprint(this) == fingerprint -%}
+        {{ return("select 'inputs fingerprint unchanged' as status") }}
+    {%- endif -%}
     {{ return("alter table " ~ this ~ " set tblproperties ('latecomer.inputs' = '" ~ fingerprint ~ "')") }}
 {% endmacro %}
 

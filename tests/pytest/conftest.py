@@ -228,17 +228,18 @@ def version_parents(spark: SparkSession, table: str) -> dict[int, int | None]:
     return {row[0]: row[1] for row in rows}
 
 
-def files_removed_and_deletes_added(spark: SparkSession, table: str) -> list[tuple[int, int]]:
-    """Per version of ``table``, oldest first: (data files removed, row
-    deletes written without rewriting a file). Iceberg: its snapshot
-    summaries' deleted-data-files and added-delete-files; Delta: its commits'
-    operationMetrics, removed files and deletion vectors added."""
+def rewrites_and_deletes_added(spark: SparkSession, table: str) -> list[tuple[int, int]]:
+    """Per version of ``table``, oldest first: (what it rewrote, row deletes
+    it wrote without rewriting). Iceberg: its snapshot summaries'
+    deleted-data-files and added-delete-files; Delta: its commits'
+    operationMetrics, rows copied into new files and deletion vectors added
+    (a file whose every row goes is removed, which copies nothing)."""
     if TEST_FORMAT == "delta":
         rows = spark.sql(f"describe history {table}").orderBy("version").collect()
         metrics = [{k: int(v) for k, v in (row.operationMetrics or {}).items() if v.isdigit()} for row in rows]
         return [
             (
-                m.get("numRemovedFiles", 0) + m.get("numTargetFilesRemoved", 0),
+                m.get("numCopiedRows", 0) + m.get("numTargetRowsCopied", 0),
                 m.get("numDeletionVectorsAdded", 0) + m.get("numTargetDeletionVectorsAdded", 0),
             )
             for m in metrics

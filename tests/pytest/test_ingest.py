@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from python_jobs.landing import ingest
-from tests.pytest.conftest import Project
+from tests.pytest.conftest import TEST_FORMAT, Project
 
 # Logged once per build by unsettled_arrival_dates: how many arrival dates the
-# unread-file scan of the ledger reads (those whose row counts disagree).
+# unread-file scan of the ledger reads (those whose row counts disagree). On
+# Iceberg only: it reads the ledger's file metadata; Delta scans every date.
 SCANNED_DATES = (
     "silver_event_arrivals: {} of {} arrival date(s) may hold events files it has not read (row counts); "
     "only those are scanned"
@@ -313,7 +314,7 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
     assert any("stopped before its log row" in message for message in project.messages)
     # 01-15 (first) is held in full; 01-16 (the stopped file, 2 rows derived
     # from bronze) and 01-17 (other) are not held at all.
-    assert SCANNED_DATES.format(2, 3) in project.messages
+    assert TEST_FORMAT == "delta" or SCANNED_DATES.format(2, 3) in project.messages
     ledger = project.table("silver", "silver_event_arrivals")
     assert sorted(r.source_file.rsplit("/", 1)[-1] for r in ledger.collect()) == [
         "first.ndjson",
@@ -346,7 +347,7 @@ def test_an_ingest_stopped_between_its_two_commits_is_completed_not_landed_again
         assert project.table("silver", "silver_event_arrivals").count() == 4
         assert project.table("bronze", "stg_bronze_ingestions").count() == 3
         # The real log row counts what the derived one did: every date agrees.
-        assert SCANNED_DATES.format(0, 3) in project.messages
+        assert TEST_FORMAT == "delta" or SCANNED_DATES.format(0, 3) in project.messages
     assert not any("stopped before its log row" in message for message in project.messages)
 
     assert project.ingest("web", path, arrival_ts="2024-01-18T00:00:00Z") == 0

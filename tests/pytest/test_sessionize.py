@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from python_jobs.core.local_rows import local_rows
 from python_jobs.core.sessionize import daily_sessions, sessionize, update_sessions
-from tests.pytest.conftest import Project, files_removed_and_deletes_added, version_log
+from tests.pytest.conftest import Project, rewrites_and_deletes_added, version_log
 from tests.pytest.test_late_arrival_sample import LANDING, batches
 
 GAP = timedelta(minutes=30)
@@ -446,9 +446,9 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     # delete files and removed no data file.
     # On Delta the same through deletion vectors.
     sessions = f"{project.schema}_silver.silver_sessions"
-    later = files_removed_and_deletes_added(project.spark, sessions)[1:]
+    later = rewrites_and_deletes_added(project.spark, sessions)[1:]
     assert later, "the second build must commit to silver_sessions"
-    assert all(removed == 0 for removed, _ in later), later
+    assert all(rewritten == 0 for rewritten, _ in later), later
     assert any(added > 0 for _, added in later), later
     assert any(stamp > first_build for stamp in stamps[1].values())
 
