@@ -28,14 +28,23 @@
 
 
 {#- dbt-spark's alter_relation_add_remove_columns (on_schema_change
-    'sync_all_columns'), dropping removed columns from Iceberg tables, which
-    support `alter table ... drop columns`. dbt-spark refuses to remove
-    columns from any table; Delta Lake needs column mapping for it, so Delta
-    and plain Spark tables still fail with dbt-spark's error. -#}
+    'sync_all_columns'), dropping the columns the model no longer selects,
+    which dbt-spark refuses on every table: Iceberg drops columns as they are;
+    Delta Lake drops them once the table maps columns by name
+    (`delta.columnMapping.mode` 'name', reader protocol 2 and writer 5, which
+    Delta readers since 1.2 read), set here first. Other tables keep
+    dbt-spark's error. -#}
 {% macro latecomer__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
-    {%- if remove_columns and relation.is_iceberg -%}
+    {%- if remove_columns and (relation.is_iceberg or relation.is_delta) -%}
         {%- if add_columns -%}
             {%- do spark__alter_relation_add_remove_columns(relation, add_columns, none) -%}
+        {%- endif -%}
+        {%- if relation.is_delta -%}
+            {% set sql -%}
+                alter table {{ relation }} set tblproperties (
+                    'delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')
+            {%- endset %}
+            {%- do run_query(sql) -%}
         {%- endif -%}
         {% set sql -%}
             alter table {{ relation }} drop columns ({{ remove_columns | map(attribute='quoted') | join(', ') }})
