@@ -41,6 +41,12 @@ DATE_LITERAL = re.compile(r"'(\d{4}-\d{2}-\d{2})'")
 COMMENT_LINE = re.compile(r"(?m)^\s*--.*$")
 
 
+def two_part_names(model_sql: str) -> str:
+    """A model or snapshot fixture naming a relation `{{target.database}}.{{target.schema}}.x`
+    in Spark's two parts: dbt-spark's target has no database (it renders as None)."""
+    return model_sql.replace("{{target.database}}.", "").replace("{{ target.database }}.", "")
+
+
 def spark_type(name: str) -> str:
     return TYPE_NAMES.get(name.lower(), name)
 
