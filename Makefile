@@ -72,10 +72,10 @@ chromium:
 	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
 ## test: the whole test suite on both table formats at once (tests/suite.py): on Iceberg every test (dbt
-##   in-process, a real Thrift server, a standalone Spark cluster), on Delta Lake the scenarios, in two
-##   pytest-xdist workers; and `make lint` beside them at the lowest CPU priority. A build keeps about one core
-##   busy, so the runs share two cores. A line says when lint has finished, its output (target/lint.log)
-##   follows the tests', and either failing fails the target.
+##   in-process, a real Thrift server, a standalone Spark cluster), on Delta Lake the core scenarios at the
+##   lowest CPU priority, and `make lint` beside them at that priority too: a build leaves about a third of two
+##   cores idle. A line says when lint has finished, its output (target/lint.log) follows the tests', and
+##   either failing fails the target.
 test: install chromium
 	@mkdir -p target
 	@( nice -n 19 $(MAKE) --no-print-directory lint > target/lint.log 2>&1 \
@@ -86,7 +86,8 @@ test: install chromium
 	echo "== make lint (run beside the tests) =="; cat target/lint.log; \
 	[ $$tests = 0 ] && [ $$linted = 0 ]
 
-## test-delta: the scenarios on Delta Lake alone (a Delta session, dbt's delta target; TESTS=<files> for fewer).
+## test-delta: every scenario on Delta Lake alone, in two pytest-xdist workers (a Delta session, dbt's delta
+##   target; TESTS=<files> for fewer).
 ##   A test of a mechanism only Iceberg has skips, naming it.
 test-delta: install
 	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest -n 2 --dist loadfile $(TESTS)

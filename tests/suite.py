@@ -1,27 +1,26 @@
 """``python -m tests.suite``: the test suite on both table formats at once (``make test``).
 
-Two pytest runs side by side, each with its own Spark sessions, metastores,
+Two pytest runs side by side, each with its own Spark session, metastore,
 dbt target and log folders (tests/pytest/conftest.py):
 
   iceberg  every test: the plain-Python logic, rendering and parsing, the
            scenarios, the Thrift server, the standalone cluster and the
            benchmark's smoke run;
-  delta    the scenarios again on Delta Lake (the tests that run Spark; the
-           conftest deselects the rest), split by file across two
-           pytest-xdist workers; but for those marked ``long_on_delta``
-           (the 45-day schedule, the benchmark's smoke run), which
-           ``make test-delta`` runs: a Delta build costs about three
-           Iceberg builds (docs/table-formats.md), and those two alone
-           would take some 35 minutes on Delta.
+  delta    the core scenarios again on Delta Lake (DELTA_SCENARIOS), at the
+           lowest CPU priority.
 
-Why three JVMs on two cores: a build keeps about one core busy (the driver
-plans each statement, dbt renders the next on the Python side, tasks are
-small), so one run at a time leaves the second core mostly idle.
+Why so: a build on two cores keeps the machine about two-thirds busy, and a
+Delta build costs two to three Iceberg builds (docs/table-formats.md).
+Three JVMs at once (Delta's scenarios in two workers) made every run three
+times slower; one Delta run at the lowest priority takes the third the
+Iceberg run leaves idle, as lint does. ``make test-delta`` runs every
+scenario on Delta (the tests that run Spark), the 45-day schedule included.
 
-Arguments are passed to both pytest runs (``-k``, a file, ``-x``). Each run's
-output goes to ``target/suite-<format>.log``; this prints their progress
-once a minute and, at the end, each run's time per file and result. The exit
-status is the first failing run's, 0 when both pass.
+Arguments are passed to both pytest runs (``-k``, ``-x``); a file given
+runs on both. Each run's output goes to ``target/suite-<format>.log``; this
+prints their progress (tests finished) once a minute and, at the end, each
+run's time per file and result. The exit status is the first failing
+run's, 0 when both pass.
 """
 
 from __future__ import annotations
@@ -37,16 +36,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "target"
-# pytest-xdist workers for Delta's run; each is a process with its own JVM.
-DELTA_WORKERS = 2
+# The scenarios make test runs on Delta too: the sample's late arrivals,
+# corrections, deletions, quarantine, restated gold and staged publication;
+# publication holds; the SCD2 dimension; versions, restore and maintenance.
+DELTA_SCENARIOS = (
+    "tests/pytest/test_late_arrival_sample.py",
+    "tests/pytest/test_publication_holds.py",
+    "tests/pytest/test_scd2.py",
+    "tests/pytest/test_versions.py",
+)
 PROGRESS_EVERY_S = 60
-PERCENT = re.compile(r"\[\s*(\d+)%\]")
+# pytest -q's progress: a line of one character per finished test, then "[ NN%]" once it is full.
+PROGRESS_LINE = re.compile(r"^([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
 
 
 @dataclass
 class Run:
     table_format: str
     args: list[str]
+    # Lowest CPU priority (nice 19): runs on what the other run leaves idle.
+    beside: bool = False
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     seconds: float | None = None
@@ -59,7 +68,14 @@ class Run:
         env = {**os.environ, "LATECOMER_TEST_FORMAT": self.table_format}
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *self.args]
         with self.log.open("wb") as out:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=(lambda: os.nice(19)) if self.beside else None,
+            )
         self.started = time.monotonic()
 
     def poll(self) -> int | None:
@@ -70,11 +86,13 @@ class Run:
         return code
 
     def progress(self) -> str:
-        """The last ``[ NN%]`` pytest printed, or how the run ended."""
+        """How many tests have finished (and failed), or how the run ended."""
         if self.seconds is not None:
             return f"{self.table_format} done ({self.poll()}) in {self.seconds:.0f} s"
-        found = PERCENT.findall(self.log.read_text(errors="replace")) if self.log.exists() else []
-        return f"{self.table_format} {found[-1] if found else 0}%"
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        marks = "".join(m.group(1) for m in map(PROGRESS_LINE.match, text.splitlines()) if m)
+        failed = sum(marks.count(c) for c in "FE")
+        return f"{self.table_format} {len(marks)} tests finished" + (f", {failed} failed" if failed else "")
 
     def summary(self) -> str:
         """The run's summary: from pytest's time-per-file section (or its
@@ -86,9 +104,10 @@ class Run:
 
 
 def runs(args: Sequence[str]) -> list[Run]:
+    files = [arg for arg in args if arg.endswith(".py") or "::" in arg]
     return [
         Run("iceberg", list(args)),
-        Run("delta", ["-n", str(DELTA_WORKERS), "--dist", "loadfile", "-m", "not long_on_delta", *args]),
+        Run("delta", list(args) if files else [*args, *DELTA_SCENARIOS], beside=True),
     ]
 
 

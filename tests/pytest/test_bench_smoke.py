@@ -42,8 +42,6 @@ from tooling.bench.state import drop_schemas
 from tooling.bench.sweep import growth, render_sweep
 from tooling.synthetic import Scale
 
-# Every variant, twice over: 1.5 minutes on Iceberg, 9 on Delta (make test-delta).
-pytestmark = pytest.mark.long_on_delta
 SCHEMA = "t_bench_smoke"
 SCALE = Scale(days=SMOKE["days"], events_per_day=SMOKE["events_per_day"], k=3)
 LOOKBACK_DAYS = SMOKE["lookback_days"]

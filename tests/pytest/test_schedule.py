@@ -33,9 +33,6 @@ from tests.pytest.conftest import Project
 from tests.pytest.reference import expected_daily_revenue
 from tests.pytest.store_timeline import Line, Store, cents, gate_checks, order
 
-# 22 builds: 6 minutes on Iceberg, 24 on Delta (make test-delta), too long for CI beside the rest.
-pytestmark = pytest.mark.long_on_delta
-
 SELECT = (
     "+gold_daily_revenue +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
     " publication_holds"
