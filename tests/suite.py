@@ -46,8 +46,9 @@ DELTA_SCENARIOS = (
     "tests/pytest/test_versions.py",
 )
 PROGRESS_EVERY_S = 60
-# pytest -q's progress: a line of one character per finished test, then "[ NN%]" once it is full.
-PROGRESS_LINE = re.compile(r"^([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
+# pytest's progress: one character per finished test after the file's name
+# (or alone, with -q or xdist), then "[ NN%]" once the line is full.
+PROGRESS_LINE = re.compile(r"^(?:\S+\.py\s+)?([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
 
 
 @dataclass

@@ -403,9 +403,11 @@ def published_state(project: Project) -> dict[str, tuple[str, list[str]]]:
                 digest = project.spark.sql(f"select count(*), sum(cast(hash(*) as bigint)) from {full}").first()
                 state[full] = (str(tuple(digest)), ["main"])
                 continue
-            snapshot = project.spark.sql(f"show tblproperties {full} ('current-snapshot-id')").first()[1]
+            snapshot = project.spark.sql(f"show tblproperties {full} ('current-snapshot-id')").first()
+            if snapshot is None or not snapshot[1].isdigit():  # no snapshot yet: nothing published
+                continue
             refs = sorted(row.name for row in project.spark.sql(f"select name from {full}.refs").collect())
-            state[full] = (snapshot, refs)
+            state[full] = (snapshot[1], refs)
     return state
 
 
