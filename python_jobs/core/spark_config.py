@@ -350,6 +350,14 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
         # Without this every Iceberg commit on the embedded metastore waits
         # for a 3-minute Hive lock timeout; one process is its only writer.
         conf["spark.hadoop.iceberg.engine.hive.lock-enabled"] = "false"
+        # An Iceberg commit that changes a column's type (a table model whose
+        # column became a string, replaced by `create or replace table`) also
+        # alters the metastore's copy of the schema, which Hive refuses by
+        # default ("types incompatible with the existing columns"): the commit
+        # then ends in CommitStateUnknownException. Iceberg's schema is the
+        # table's; the metastore's copy only mirrors it. (A metastore service
+        # takes this setting from its own configuration.)
+        conf["spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes"] = "false"
     if table_format == "iceberg":
         conf.update(
             {

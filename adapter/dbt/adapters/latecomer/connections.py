@@ -48,8 +48,32 @@ class LatecomerConnectionManager(SparkConnectionManager):
             return super().open(connection)
         spark = start_session(creds)
         connection = super().open(connection)
-        connection.handle = session.SessionConnectionWrapper(SessionConnection(spark, creds.server_side_parameters))
+        connection.handle = SessionConnectionWrapper(SessionConnection(spark, creds.server_side_parameters))
         return connection
+
+
+class SessionConnectionWrapper(session.SessionConnectionWrapper):
+    """dbt-spark's session connection wrapper, with bindings written as Spark SQL literals.
+
+    Seeds are loaded as ``insert ... values (cast(%s as type), ...)`` with each
+    value bound into the text. dbt-spark's session wrapper puts a string
+    between quotes as it is, so a value holding a quote or a backslash broke
+    the statement (or changed its meaning), and writes None as the string
+    ``'None'``; the Thrift target's driver (PyHive) escapes them.
+    """
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> str | float:
+        if value is None:
+            return "NULL"
+        if isinstance(value, str):
+            return spark_string_literal(value)
+        return super()._fix_binding(value)
+
+
+def spark_string_literal(value: str) -> str:
+    """``value`` as a Spark SQL string literal (backslash escapes, Spark's default parser)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 class SessionConnection(session.Connection):

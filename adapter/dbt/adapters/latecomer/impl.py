@@ -42,6 +42,14 @@ from python_jobs.core import (
 )
 
 ICEBERG_TABLE_PROPERTY = "table_type=iceberg"
+# Materializations that write no table: they get no default file_format.
+NO_TABLE_MATERIALIZATIONS = ("view", "ephemeral")
+# The nodes that get the target's table format when they set none: models,
+# seeds and snapshots (not tests, unit tests or hooks, whose configs are other
+# classes).
+FORMATTED_RESOURCES = ("model", "seed", "snapshot")
+# Spark 3.5's error class for a schema that does not exist.
+SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
 _run_locks: dict[str, tuple[str, run_lock.RunLock]] = {}
 _run_locks_guard = threading.Lock()
@@ -83,6 +91,24 @@ def _wap_branch_sql(branch: str | None) -> str:
 
 def _failed(error: Exception) -> DbtRuntimeError:
     return DbtRuntimeError(str(error))
+
+
+def default_file_format(node_config: Any, table_format: str) -> None:
+    """Give a node that writes a table and sets no ``file_format`` the target's table format.
+
+    dbt-spark's materializations read ``config.get('file_format')`` and fall
+    back to Parquet (plain Hive tables: no merge, no snapshots, no atomic
+    replace). The target's ``table_format`` is the adapter's default instead,
+    the way dbt-databricks defaults to Delta. Set on the node's config, which
+    every ``config.get`` of the invocation reads; views and ephemeral models
+    write no table and keep no file format (dbt-spark would treat a view with
+    one as a table when persisting column docs).
+    """
+    if node_config is None or node_config.get("file_format"):
+        return
+    if node_config.get("materialized") in NO_TABLE_MATERIALIZATIONS:
+        return
+    node_config["file_format"] = table_format
 
 
 class LatecomerAdapter(SparkAdapter):
@@ -135,6 +161,12 @@ class LatecomerAdapter(SparkAdapter):
         Unrecognised, every table-materialized model was dropped (without
         purge, so its files stayed behind) and recreated on each run instead
         of being replaced atomically with its history kept.
+
+        ``show table extended in <schema>`` also lists the session's temporary
+        views (namespace ``''``): the ``<model>__dbt_tmp`` views incremental
+        runs leave in a long-lived session (the Thrift server, a process that
+        runs dbt many times). They belong to no schema, so they are left out;
+        cached, they appeared as relations of every schema listed.
         """
         relations = super()._build_spark_relation_list(row_list, relation_info_func)
         return [
@@ -142,6 +174,7 @@ class LatecomerAdapter(SparkAdapter):
             if ICEBERG_TABLE_PROPERTY in (relation.information or "").lower()
             else relation
             for relation in relations
+            if relation.schema
         ]
 
     def get_columns_in_relation(self, relation: Any) -> list[Any]:
@@ -179,8 +212,29 @@ class LatecomerAdapter(SparkAdapter):
         super().create_schema(relation)
 
     def drop_schema(self, relation: Any) -> None:
+        """dbt-spark's ``drop schema ... cascade``, after dropping each of its relations on Iceberg.
+
+        The cascade removes the schema's tables from the metastore only:
+        Iceberg's catalog in the session goes on finding every table it has
+        loaded (a new table of the same name then already exists). Dropped one
+        by one (``drop_relation``), they are forgotten by Iceberg's catalog.
+        """
         self._forget_schemas()
+        if self.config.credentials.table_format == "iceberg":
+            for member in self._relations_if_schema_exists(relation):
+                self.drop_relation(member)
         super().drop_schema(relation)
+
+    def _relations_if_schema_exists(self, schema_relation: Any) -> list[Any]:
+        """The schema's relations; none when the schema does not exist (dbt-spark
+        recognises Spark's SCHEMA_NOT_FOUND only in the error's ``msg``, which the
+        macro call's error wraps)."""
+        try:
+            return self.list_relations_without_caching(schema_relation)
+        except DbtRuntimeError as error:
+            if SCHEMA_NOT_FOUND in str(error):
+                return []
+            raise
 
     def _forget_schemas(self) -> None:
         for key in [key for key in self._memo if key[1].startswith(SCHEMAS_MEMO + ":")]:
@@ -283,15 +337,19 @@ class LatecomerAdapter(SparkAdapter):
         return self._memo[memo_key]
 
     def pre_model_hook(self, config: Mapping[str, Any]) -> Any:
-        """Fail a Python model on a Thrift/HTTP target before its materialization starts.
+        """Before a node's materialization starts (models, seeds, snapshots, tests).
 
-        The materialization would otherwise run pre-hooks and, for a table
-        whose format is neither Delta nor Iceberg, drop the old table before
-        it reaches the Python submission.
+        A Python model on a Thrift/HTTP target fails here: the materialization
+        would otherwise run pre-hooks and, for a table whose format is neither
+        Delta nor Iceberg, drop the old table before it reaches the Python
+        submission. A node that writes a table and sets no ``file_format``
+        gets the target's table format (``default_file_format``).
         """
         model = getattr(config, "model", None)
         if getattr(model, "language", None) == "python" and not self.runs_python:
             raise DbtRuntimeError(python_model_unsupported_message(model.name, self.config.credentials))
+        if getattr(model, "resource_type", None) in FORMATTED_RESOURCES:
+            default_file_format(model.config, self.config.credentials.table_format)
         return super().pre_model_hook(config)
 
     @available

@@ -87,6 +87,30 @@ def partition_columns(config: dict[str, Any]) -> list[str]:
     return [partition_by] if isinstance(partition_by, str) else list(partition_by)
 
 
+# Modules of the DataFrame types a model may return besides PySpark's, as
+# dbt-spark's footer accepts them: pandas-on-Spark (and Koalas, its former
+# name) convert with to_spark(), pandas with createDataFrame.
+SPARK_PANDAS_MODULES = ("pyspark.pandas", "databricks.koalas")
+PANDAS_MODULE = "pandas"
+
+
+def spark_frame(spark: Any, result: Any, name: str) -> Any:
+    """The Spark DataFrame of what model ``name`` returned, or a dbt error naming what it got."""
+    from pyspark.sql import DataFrame
+
+    if isinstance(result, DataFrame):
+        return result
+    module = type(result).__module__
+    if module.startswith(SPARK_PANDAS_MODULES):
+        return result.to_spark()
+    if module.split(".")[0] == PANDAS_MODULE and type(result).__name__ == "DataFrame":
+        return spark.createDataFrame(result)
+    raise DbtRuntimeError(
+        f"Python model {name} returned {type(result).__name__}; return a pyspark.sql.DataFrame "
+        "(or a pandas or pandas-on-Spark DataFrame)."
+    )
+
+
 class SessionPythonJobHelper(PythonJobHelper):
     """Executes the compiled model in-process with the shared ``spark`` session."""
 
@@ -99,7 +123,6 @@ class SessionPythonJobHelper(PythonJobHelper):
 
     def submit(self, compiled_code: str) -> None:
         from pyspark import StorageLevel
-        from pyspark.sql import DataFrame
 
         from python_jobs.core.spark_config import get_spark
 
@@ -110,11 +133,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         path = self.parsed_model.get("original_file_path", "<model>")
         try:
             exec(compile(model_code, path, "exec"), namespace)  # noqa: S102
-            result = namespace["model"](namespace["dbtObj"](spark.table), spark)
-            if not isinstance(result, DataFrame):
-                raise DbtRuntimeError(
-                    f"Python model {name} returned {type(result).__name__}; return a pyspark.sql.DataFrame."
-                )
+            result = spark_frame(spark, namespace["model"](namespace["dbtObj"](spark.table), spark), name)
             # On the embedded metastore the write runs in turn with the other
             # models' writes (locks.table_write_lock). The model's rows are
             # computed before it takes the lock, so a long model (sessions)

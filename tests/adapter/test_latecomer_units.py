@@ -1,0 +1,79 @@
+"""The adapter's own pieces that make the conformance suites pass, without Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbt.adapters.latecomer.connections import SessionConnectionWrapper, spark_string_literal
+from dbt.adapters.latecomer.impl import default_file_format
+from dbt.adapters.latecomer.python_submissions import spark_frame
+from dbt_common.exceptions import DbtRuntimeError
+from spark_dialect import to_spark
+
+
+class NodeConfig(dict):
+    """The two things default_file_format reads and writes of a node's config."""
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        ("web", "'web'"),
+        ("it's", "'it\\'s'"),
+        ("'69.135.206.194'", "'\\'69.135.206.194\\''"),
+        ("back\\slash", "'back\\\\slash'"),
+    ],
+)
+def test_strings_are_spark_string_literals(value: str, literal: str) -> None:
+    assert spark_string_literal(value) == literal
+
+
+def test_a_null_binding_is_null_and_numbers_stay_dbt_sparks() -> None:
+    assert SessionConnectionWrapper._fix_binding(None) == "NULL"
+    assert SessionConnectionWrapper._fix_binding(2) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"materialized": "table"}, "delta"),
+        ({"materialized": "incremental", "file_format": "parquet"}, "parquet"),
+        ({"materialized": "view"}, None),
+        ({"materialized": "ephemeral"}, None),
+        ({"materialized": "seed"}, "delta"),
+    ],
+)
+def test_nodes_writing_tables_default_to_the_targets_format(config: dict[str, Any], expected: str | None) -> None:
+    node_config = NodeConfig(config)
+    default_file_format(node_config, "delta")
+    assert node_config.get("file_format") == expected
+
+
+def test_a_model_returning_something_else_fails_naming_it() -> None:
+    with pytest.raises(DbtRuntimeError, match="returned list"):
+        spark_frame(None, [1, 2], "my_model")
+
+
+def test_postgres_fixture_sql_becomes_spark_statements() -> None:
+    statements = to_spark(
+        """
+        create table {database}.{schema}.seed (id INTEGER, name VARCHAR(50), at TIMESTAMP WITHOUT TIME ZONE, t TEXT);
+        -- a comment
+        insert into {schema}.seed (id, name, at) values (1, 'x', '2016-04-19 19:30:48'), (2, null, '2016-04-19');
+        select md5(id || '-' || updated_at::text), null::timestamp from None.{schema}.seed;
+        """,
+        "iceberg",
+    )
+    assert [" ".join(statement.split()) for statement in statements] == [
+        "create table {schema}.seed (id INTEGER, name string, at timestamp, t string) using iceberg",
+        "-- a comment insert into {schema}.seed (id, name, at) values "
+        "(1, 'x', timestamp'2016-04-19 19:30:48'), (2, null, date'2016-04-19')",
+        "select md5(id || '-' || cast(updated_at as string)), cast(null as timestamp) from {schema}.seed",
+    ]
+
+
+def test_a_create_as_select_gets_the_table_format() -> None:
+    assert to_spark("create table s.fact as select * from s.seed", "delta") == [
+        "create table s.fact using delta as select * from s.seed"
+    ]
