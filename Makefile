@@ -2,13 +2,13 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml adapter/pyproject.toml | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-docs.txt pyproject.toml adapter/pyproject.toml | sha1sum | cut -c1-12)
 DBT := $(BIN)/dbt
 DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report chromium test test-delta lint check-project docs thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report chromium test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -22,7 +22,7 @@ install: $(STAMP) $(JARS_STAMP) $(HADOOP_JAR) $(JVM_ARCHIVE)
 $(STAMP):
 	@command -v java >/dev/null || { echo "Java is missing: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-docs.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . -e ./adapter
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -92,8 +92,8 @@ test: install chromium
 test-delta: install
 	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest -n 2 --dist loadfile $(TESTS)
 
-## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project
-lint: install check-project
+## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project and docs-site
+lint: install check-project docs-site
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
 	$(BIN)/sqlfluff lint --processes 0 models snapshots tests
 
@@ -106,6 +106,11 @@ check-project: install
 
 docs: install
 	$(DBT) docs generate $(DBT_FLAGS)
+
+## docs-site: the documentation site (docs/, mkdocs.yml) -> target/site/index.html; --strict: a broken link or
+##   anchor fails it (tests/pytest/test_docs_site.py opens it in headless Chromium). Needs only the venv.
+docs-site: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir target/site
 
 thrift-start: install
 	$(BIN)/python -m python_jobs.operations.thrift_server start
