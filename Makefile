@@ -92,6 +92,15 @@ test: install chromium
 test-delta: install
 	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest -n 2 --dist loadfile $(TESTS)
 
+## test-adapter: dbt's adapter conformance suite (dbt-tests-adapter; tests/adapter/) on the session target, one
+##   table format per process: ADAPTER_FORMAT=iceberg (default) or delta; ADAPTER_TARGET=thrift runs the basic suite
+##   on a Thrift server instead (started and stopped by the suite). Not part of `make test`.
+ADAPTER_FORMAT ?= iceberg
+ADAPTER_TARGET ?= session
+.PHONY: test-adapter
+test-adapter: install
+	ADAPTER_FORMAT=$(ADAPTER_FORMAT) ADAPTER_TARGET=$(ADAPTER_TARGET) $(BIN)/python -m pytest tests/adapter $(TESTS)
+
 ## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project and docs-site
 lint: install check-project docs-site
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
