@@ -32,7 +32,7 @@ CREATE_WITH_COLUMNS = re.compile(r"(?is)^(\s*create\s+table\s+[^\s(]+\s*\(.*\))(
 CREATE_AS_SELECT = re.compile(r"(?is)^(\s*create\s+table\s+[^\s(]+)(\s+as\s)")
 STATEMENT_END = re.compile(r";\s*(?:\n|$)")
 # A database part the fixture filled in itself: Spark's relations have none.
-NO_DATABASE = re.compile(r"\bNone\.(?=[\w`])")
+NO_DATABASE = re.compile(r"\bNone\.(?=[\w`{])")
 # Date and time literals of an `insert ... values`: Spark writes a string into
 # a date or timestamp column of a table format only when it is typed.
 INSERT_VALUES = re.compile(r"(?is)^\s*insert\s+into\s+[^\s(]+\s*(?:\([^)]*\))?\s*values\b")
@@ -77,7 +77,10 @@ class SparkDialect:
 
     @pytest.fixture(scope="class", autouse=True)
     def spark_dialect(self, project: Any) -> Iterator[None]:
+        """The fixtures' SQL as Spark SQL, with the test schema as the current one
+        (some fixtures name a table alone, as Postgres's ``search_path`` lets them)."""
         send = project.run_sql
+        send(f"use {project.test_schema}")
 
         def run_sql(sql: str, fetch: str | None = None) -> Any:
             result = None
@@ -88,3 +91,4 @@ class SparkDialect:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(project, "run_sql", run_sql)
             yield
+        send("use default")

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ NO_TABLE_MATERIALIZATIONS = ("view", "ephemeral")
 # seeds and snapshots (not tests, unit tests or hooks, whose configs are other
 # classes).
 FORMATTED_RESOURCES = ("model", "seed", "snapshot")
+# The staging columns of a snapshot with a unique key of several columns.
+SNAPSHOT_KEY_COLUMN = re.compile(r"dbt_unique_key_\d+")
 # Spark 3.5's error class for a schema that does not exist.
 SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
 # The deployment run locks this process holds: schema -> (invocation id, lock).
@@ -196,6 +198,42 @@ class LatecomerAdapter(SparkAdapter):
             self._columns[key] = columns
         return list(columns)
 
+    def get_missing_columns(self, from_relation: Any, to_relation: Any) -> list[Any]:
+        """The columns of ``from_relation`` that ``to_relation`` lacks, names compared as Spark does.
+
+        dbt compares the names exactly; Spark's are case-insensitive
+        (``spark.sql.caseSensitive`` is off), so a snapshot whose
+        ``dbt_valid_to`` is configured as ``TEST_VALID_TO`` found its own
+        column missing and failed adding it again (FIELDS_ALREADY_EXISTS). The
+        ``dbt_unique_key_<n>`` columns of a snapshot's staging table (a unique
+        key of several columns) are never missing: dbt-spark's snapshot
+        materialization leaves out only ``dbt_unique_key``, where dbt's own
+        leaves out both.
+        """
+        present = {column.name.lower() for column in self.get_columns_in_relation(to_relation)}
+        return [
+            column
+            for column in self.get_columns_in_relation(from_relation)
+            if column.name.lower() not in present and not SNAPSHOT_KEY_COLUMN.fullmatch(column.name.lower())
+        ]
+
+    def _get_columns_for_catalog(self, relation: Any) -> Iterator[dict[str, Any]]:
+        """A relation's columns for ``dbt docs generate``: Spark SQL's type names, numbered from 1.
+
+        dbt-spark reads them from ``show table extended``'s schema tree, whose
+        types are Spark's internal names (``long``, ``integer``) rather than
+        the SQL ones a reader writes and ``describe`` shows (``bigint``,
+        ``int``), and numbers them from 0 where every other adapter's catalog
+        gives the ordinal position (from 1).
+        """
+        for position, column in enumerate(self.get_columns_in_relation(relation), start=1):
+            entry = column.to_column_dict()
+            entry["column_name"] = entry.pop("column", None)
+            entry["column_type"] = entry.pop("dtype")
+            entry["column_index"] = position
+            entry["table_database"] = None
+            yield entry
+
     def list_schemas(self, database: str | None) -> list[str]:
         """dbt-spark's schemas (``show databases``), asked once per invocation.
 
@@ -269,7 +307,23 @@ class LatecomerAdapter(SparkAdapter):
         return super().submit_python_job(parsed_model, compiled_code)
 
     def drop_relation(self, relation: Any) -> None:
+        """dbt's drop, given the cached relation when ``relation`` says nothing of its provider.
+
+        dbt forgets the relation in its cache before the ``drop_relation``
+        macro runs, so the macro cannot look it up there; whether a table is
+        purged (``latecomer__drop_relation``) depends on its provider, which
+        only the cached relation (from ``show table extended``) knows.
+        """
         self._columns.clear()
+        if relation.information is None:
+            relation = next(
+                (
+                    cached
+                    for cached in self.cache.get_relations(relation.database, relation.schema)
+                    if cached.identifier == relation.identifier and cached.type == relation.type
+                ),
+                relation,
+            )
         super().drop_relation(relation)
 
     def rename_relation(self, from_relation: Any, to_relation: Any) -> None:

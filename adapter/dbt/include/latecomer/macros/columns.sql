@@ -54,3 +54,15 @@
         {%- do spark__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
     {%- endif -%}
 {% endmacro %}
+
+{#- dbt's get_columns_in_relation macro, returning the relation's columns.
+
+    dbt documents the macro as returning a list of columns (what the adapter
+    method returns); dbt-spark's returns the raw `describe extended` table
+    instead, whose rows have no `name`. dbt's snapshot materialization reads
+    the names to build a hard-deleted row (`hard_deletes: new_record`): with
+    none, it took every column from the missing source row, so the deletion
+    record was written with a null key. -#}
+{% macro latecomer__get_columns_in_relation(relation) -%}
+    {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}

@@ -11,11 +11,10 @@
     way, tooling/bench/iceberg_state.py). Delta's catalog already deletes a
     managed table's files on `drop table`. -#}
 {% macro latecomer__drop_relation(relation) -%}
-    {%- set purge = false -%}
-    {%- if relation.type == 'table' and target.table_format == 'iceberg' -%}
-        {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
-        {%- set purge = found is not none and found.is_table and not found.is_iceberg and not found.is_delta -%}
-    {%- endif -%}
+    {#- The relation as dbt's cache knew it (LatecomerAdapter.drop_relation):
+        a table whose provider is unknown is not purged. -#}
+    {%- set purge = target.table_format == 'iceberg' and relation.is_table and relation.information is not none
+        and not relation.is_iceberg and not relation.is_delta -%}
     {% call statement('drop_relation', auto_begin=False) -%}
         drop {{ relation.type }} if exists {{ relation }}{% if purge %} purge{% endif %}
     {%- endcall %}
