@@ -16,7 +16,10 @@ Environment variables (all optional):
     Warehouse location (default: ``<state dir>/warehouse``); use a shared
     file system or object store URL on a cluster.
 ``LATECOMER_METASTORE_URI``
-    A remote Hive metastore (``thrift://host:9083``) instead of the embedded one.
+    A remote Hive metastore (``thrift://host:9083``) instead of the embedded
+    one, which several processes share (``python -m
+    python_jobs.operations.metastore start`` runs one on PostgreSQL and
+    prints the value; docs/shared-catalog.md).
 ``LATECOMER_DRIVER_MEMORY``
     Driver memory (default ``4g``).
 ``LATECOMER_JVM_PROFILE``
@@ -202,6 +205,11 @@ def state_dir() -> Path:
     return Path(os.environ.get("LATECOMER_STATE_DIR", REPO_ROOT / ".latecomer")).resolve()
 
 
+def warehouse_location() -> str:
+    """The warehouse: ``LATECOMER_WAREHOUSE`` or ``<state dir>/warehouse`` (sessions and the metastore service)."""
+    return os.environ.get("LATECOMER_WAREHOUSE", str(state_dir() / "warehouse"))
+
+
 def private_dir(path: Path) -> Path:
     """Create ``path`` and its missing parents with mode 0700 (owner only).
 
@@ -294,7 +302,7 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
             f"Unknown LATECOMER_JVM_PROFILE {jvm_profile!r}; choose one of {', '.join(JVM_PROFILES)}."
         )
     state = state_dir()
-    warehouse = os.environ.get("LATECOMER_WAREHOUSE", str(state / "warehouse"))
+    warehouse = warehouse_location()
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     master = master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]")
     conf = {
@@ -341,8 +349,15 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
     metastore_uri = os.environ.get("LATECOMER_METASTORE_URI")
     if metastore_uri:
         # A metastore service keeps Iceberg's Hive commit locks (the default),
-        # which guard commits from concurrent jobs.
+        # which guard commits from concurrent jobs. Spark's built-in Hive 2.3.9
+        # client needs no other setting for a Hive 3.1 service (`python -m
+        # python_jobs.operations.metastore`; docs/shared-catalog.md): both
+        # formats create, read and append through it. A lock's holder
+        # heartbeats every 20 s instead of every 4 minutes, well within the
+        # minute after which that service releases the lock of a process that
+        # died holding it (a service's default, 5 minutes, allows this too).
         conf["spark.hadoop.hive.metastore.uris"] = metastore_uri
+        conf["spark.hadoop.iceberg.hive.lock-heartbeat-interval-ms"] = "20000"
     else:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true"
