@@ -72,9 +72,9 @@ chromium:
 	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
 ## test: the whole test suite on both table formats at once (tests/suite.py): on Iceberg every test (dbt
-##   in-process, a real Thrift server, a standalone Spark cluster), on Delta Lake the core scenarios at the
-##   lowest CPU priority, and `make lint` beside them at that priority too: a build leaves about a third of two
-##   cores idle. A line says when lint has finished, its output (target/lint.log) follows the tests', and
+##   in-process, a real Thrift server, a standalone Spark cluster) then dbt's adapter conformance suite (session
+##   and Thrift targets), on Delta Lake the core scenarios then the adapter suite at the lowest CPU priority, and
+##   `make lint` beside them at that priority too: a build leaves about a third of two cores idle. A line says when lint has finished, its output (target/lint.log) follows the tests', and
 ##   either failing fails the target.
 test: install chromium
 	@mkdir -p target
@@ -94,7 +94,7 @@ test-delta: install
 
 ## test-adapter: dbt's adapter conformance suite (dbt-tests-adapter; tests/adapter/) on the session target, one
 ##   table format per process: ADAPTER_FORMAT=iceberg (default) or delta; ADAPTER_TARGET=thrift runs the basic suite
-##   on a Thrift server instead (started and stopped by the suite). Not part of `make test`.
+##   on a Thrift server instead (started and stopped by the suite). `make test` runs all three.
 ADAPTER_FORMAT ?= iceberg
 ADAPTER_TARGET ?= session
 .PHONY: test-adapter
