@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report chromium test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -61,22 +61,40 @@ run: install
 report: install
 	$(BIN)/python -m python_jobs.operations.report --out target/report/index.html $(REPORT_ARGS)
 
-## chromium: Debian's chromium, which the report test drives headless (apt-get install when missing)
-chromium:
-	@command -v chromium >/dev/null && exit 0; \
+## system: the Debian packages the tests use, installed with apt-get where missing (as root, or through
+##   sudo): chromium (the report and the docs site in a browser), PostgreSQL 15 (the shared catalog's
+##   database, tests/pytest/test_shared_metastore.py) and Maven (the metastore service's class path)
+SYSTEM_PACKAGES := chromium:chromium postgresql-15:/usr/lib/postgresql/15/bin/initdb maven:mvn
+system:
+	@missing=; for entry in $(SYSTEM_PACKAGES); do \
+		command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
+	[ -z "$$missing" ] && exit 0; \
 	if [ "$$(id -u)" = 0 ]; then sudo=; \
 	elif command -v sudo >/dev/null; then sudo=sudo; \
-	else echo "chromium is missing and this user cannot install it: apt-get install chromium as root" \
-		"(tests/pytest/test_report.py skips without it, and fails under CI)"; exit 0; fi; \
-	echo "Installing Debian's chromium for tests/pytest/test_report.py"; \
-	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+	else echo "Missing Debian packages:$$missing; this user cannot install them: apt-get install$$missing as root"; \
+		exit 1; fi; \
+	echo "Installing Debian packages:$$missing"; \
+	$$sudo apt-get update -q && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing
+
+# The Hive metastore service's class path (jvm/metastore/pom.xml, checked against jars.sha256), resolved
+# with Maven by `python -m python_jobs.operations.metastore fetch` for the shared catalog.
+METASTORE_HOME := $(or $(LATECOMER_METASTORE_HOME),jvm/build/metastore)
+METASTORE_STAMP := $(METASTORE_HOME)/.fetched
+$(METASTORE_STAMP): jvm/metastore/pom.xml jvm/metastore/jars.sha256 $(wildcard jvm/metastore/src/main/java/latecomer/metastore/*.java) | $(STAMP)
+	$(BIN)/python -m python_jobs.operations.metastore fetch
+	touch $@
+
+## metastore-start, metastore-status, metastore-stop: the shared catalog, a Hive metastore service on a
+##   PostgreSQL cluster in the state dir (docs/shared-catalog.md); start prints the LATECOMER_METASTORE_URI to use
+metastore-start metastore-status metastore-stop: install $(METASTORE_STAMP)
+	$(BIN)/python -m python_jobs.operations.metastore $(subst metastore-,,$@)
 
 ## test: the whole test suite on both table formats at once (tests/suite.py): on Iceberg every test (dbt
 ##   in-process, a real Thrift server, a standalone Spark cluster) then dbt's adapter conformance suite (session
 ##   and Thrift targets), on Delta Lake the core scenarios then the adapter suite at the lowest CPU priority, and
 ##   `make lint` beside them at that priority too: a build leaves about a third of two cores idle. A line says when lint has finished, its output (target/lint.log) follows the tests', and
 ##   either failing fails the target.
-test: install chromium
+test: install system $(METASTORE_STAMP)
 	@mkdir -p target
 	@( nice -n 19 $(MAKE) --no-print-directory lint > target/lint.log 2>&1 \
 		&& echo "make lint passed, beside the tests (target/lint.log)" \

@@ -5,7 +5,7 @@ into a folder of the test's own. The built pages are then read with Python's
 HTML parser, not with MkDocs: every link and every resource of every page
 must name a file of the built site, and every fragment an element id of the
 page it points into. Then headless Chromium (Debian's ``chromium``, installed
-by ``make chromium``; the report's test drives it the same way) loads the
+by ``make system``; the report's test drives it the same way) loads the
 index and a page two levels down the navigation: the DOM it dumps must hold
 the page's title and heading as mkdocs.yml and the Markdown give them, the
 navigation in mkdocs.yml's order, and as many table rows as the Markdown
@@ -209,7 +209,7 @@ def test_readme_leads_into_the_site() -> None:
 def chromium() -> str:
     binary = chromium_binary()
     if binary is None:
-        message = "chromium not found: `make chromium` installs Debian's package (apt-get install chromium)"
+        message = "chromium not found: `make system` installs Debian's package (apt-get install chromium)"
         if os.environ.get("CI"):
             pytest.fail(f"CI needs headless Chromium for the documentation site's test; {message}")
         pytest.skip(message)

@@ -4,7 +4,7 @@ Small datasets are made by hand; the figures the page must show are worked
 out here from the raw hand-made values (lateness in seconds, each source's
 first and current net revenue), not with the report's code. The page is
 opened in headless Chromium (Debian's ``chromium``, installed by
-``make chromium``, which ``make test`` runs first); the assertions read the DOM
+``make system``, which ``make test`` runs first); the assertions read the DOM
 Chromium dumps and the screenshot it takes. Without Chromium these tests skip,
 except under CI, where they fail.
 
@@ -191,7 +191,7 @@ def chromium_binary() -> str | None:
 def chromium() -> str:
     binary = chromium_binary()
     if binary is None:
-        message = "chromium not found: `make chromium` installs Debian's package (apt-get install chromium)"
+        message = "chromium not found: `make system` installs Debian's package (apt-get install chromium)"
         if os.environ.get("CI"):
             pytest.fail(f"CI needs headless Chromium for the report test; {message}")
         pytest.skip(message)
