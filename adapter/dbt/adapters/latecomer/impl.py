@@ -407,14 +407,16 @@ class LatecomerAdapter(SparkAdapter):
         return super().pre_model_hook(config)
 
     @available
-    def acquire_run_lock(self, what: str) -> str:
-        """Take the deployment's run lock (python_jobs.core.run_lock) for this invocation.
+    def acquire_run_lock(self, what: str, operation: str = "build") -> str:
+        """Take the deployment's run locks (python_jobs.core.run_lock) for this invocation.
 
-        Called by the first on-run-start hook and by the run-operations that
-        write; ``release_run_lock`` (the last on-run-end hook) frees it, and so
-        does the end of the process. A lock this process still holds for an
-        earlier invocation (one that failed before its on-run-end) is released
-        first; one this invocation holds already is kept.
+        Called by the first on-run-start hook (``operation`` build) and by the
+        run-operations that write (``restore``, ``maintain``: on a shared
+        catalog they hold the bronze append lock too, which landings take);
+        ``release_run_lock`` (the last on-run-end hook) frees them, and so
+        does the end of the process. Locks this process still holds for an
+        earlier invocation (one that failed before its on-run-end) are
+        released first; the ones this invocation holds already are kept.
         """
         schema = self.config.credentials.schema
         invocation = get_invocation_id()
@@ -426,7 +428,7 @@ class LatecomerAdapter(SparkAdapter):
             if held is not None:
                 held[1].release()
             try:
-                lock = run_lock.acquire(schema, what)
+                lock = run_lock.acquire_for(run_lock.Operation[operation.upper()], schema, what)
             except run_lock.RunLockError as error:
                 raise _failed(error) from None
             _run_locks[schema.lower()] = (invocation, lock)
