@@ -289,8 +289,7 @@ def take(
         # A holder that released the lock clears the file: one still named
         # ended without releasing it (killed, or crashed).
         print(
-            f"run lock: {previous.describe()} ended without releasing the {kind.title} lock of {schema!r}; "
-            "taken over",
+            f"run lock: {previous.describe()} ended without releasing the {kind.title} lock of {schema!r}; taken over",
             file=out,
         )
     handle.seek(0)
@@ -306,9 +305,7 @@ def take(
     return handle
 
 
-def acquire_for_tool(
-    tool: str, schema: str, what: str, operation: Operation = Operation.BUILD
-) -> RunLock | int:
+def acquire_for_tool(tool: str, schema: str, what: str, operation: Operation = Operation.BUILD) -> RunLock | int:
     """:func:`acquire_for` for a command-line tool: the locks of ``operation``,
     or, when they cannot be had, the exit code to return
     (:data:`BUSY_EXIT_CODE` when another process holds one, 2 for a bad

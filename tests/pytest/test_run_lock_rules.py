@@ -36,9 +36,7 @@ def test_on_the_embedded_metastore_every_writer_takes_turns(first: Operation, se
 
 
 @pytest.mark.parametrize(("first", "second"), list(itertools.combinations_with_replacement(Operation, 2)))
-def test_on_a_shared_catalog_only_landings_run_beside_builds_and_decisions(
-    first: Operation, second: Operation
-) -> None:
+def test_on_a_shared_catalog_only_landings_run_beside_builds_and_decisions(first: Operation, second: Operation) -> None:
     expected = frozenset({first, second}) not in SIDE_BY_SIDE
     assert run_lock.conflicts(first, second, shared=True) is expected
     assert run_lock.conflicts(second, first, shared=True) is expected

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from dbt.adapters.latecomer.scheduling import use_thread_pool
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.clients.agate_helper import table_from_data_flat
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from python_jobs.core import (
@@ -34,6 +35,7 @@ from python_jobs.core import (
     gate,
     holds,
     publication,
+    reader_views,
     run_clock,
     run_lock,
     run_vars,
@@ -531,6 +533,77 @@ class LatecomerAdapter(SparkAdapter):
         self._staged.pop(get_invocation_id(), None)
         super().execute(_wap_branch_sql(None))
         return ""
+
+    @available
+    def reader_views_enabled(self) -> bool:
+        """Whether builds publish readers' views (python_jobs.core.reader_views):
+        on a shared catalog, where readers query while builds publish."""
+        return run_lock.shared_catalog()
+
+    @available
+    def publish_reader_views(self, relations: Any, run: str) -> str:
+        """Move the readers' slots of ``relations`` (the published tables) to their
+        current versions, then the pointer (python_jobs.core.reader_views);
+        returns what was done, for the log."""
+        table_format = self.config.credentials.table_format
+        schema = self.config.credentials.schema
+        sources = {str(relation.identifier).lower(): str(relation) for relation in relations}
+        versions = {}
+        for table, source in sources.items():
+            version = self._current_version(source, table_format)
+            if version is not None:
+                versions[table] = version
+        if not versions:
+            return "Reader views: no published table"
+        published = reader_views.published_schema(schema)
+        pointer = reader_views.pointer_relation(schema)
+        self.execute(f"create schema if not exists {published}")
+        self.execute(reader_views.pointer_table_sql(schema, table_format))
+        _, rows = self.execute(f"select * from {pointer}", fetch=True)
+        current = reader_views.parse_pointer([dict(zip(rows.column_names, row, strict=True)) for row in rows.rows])
+        grace = reader_views.grace_seconds()
+        time.sleep(reader_views.seconds_to_wait_before_slots(current, time.time(), grace))
+        new = reader_views.next_publication(current, run, versions)
+        narrowed = []
+        for table in sorted(new.versions):
+            source, version = sources[table], new.versions[table]
+            is_new = current is None or table not in current.versions
+            if table_format != "delta":
+                if is_new:
+                    # Both slots hold the table as it is now, so a query naming the
+                    # current publication reads it too.
+                    self.execute(reader_views.tag_sql(source, new.seq - 1, version))
+                self.execute(reader_views.tag_sql(source, new.seq, version))
+                self.execute(reader_views.iceberg_view_sql(schema, table, source))
+                continue
+            table_slots = reader_views.slots(current, new, table)
+            try:
+                self.execute(reader_views.delta_view_sql(schema, table, source, table_slots))
+            except DbtDatabaseError:
+                if len(table_slots) == 1:
+                    raise
+                # The columns changed since the current publication: the new slot only.
+                self.execute(
+                    reader_views.delta_view_sql(schema, table, source, reader_views.fallback_slots(table_slots))
+                )
+                narrowed.append(table)
+        # Queries that loaded a slot before it moved are planned before the pointer moves.
+        time.sleep(grace)
+        moved = reader_views.Publication(new.seq, new.run, time.time(), new.versions)
+        self.execute(reader_views.pointer_sql(schema, moved))
+        return f"Reader views: publication {moved.seq} ({len(moved.versions)} table(s)) readable in {published}" + (
+            f"; columns changed, new slot only: {', '.join(narrowed)}" if narrowed else ""
+        )
+
+    def _current_version(self, relation: str, table_format: str) -> str | None:
+        """The version readers are pinned to: Iceberg's ``main`` snapshot id, Delta's latest version."""
+        if table_format == "delta":
+            _, table = self.execute(f"describe history {relation} limit 1", fetch=True)
+            column = list(table.column_names).index("version")
+        else:
+            _, table = self.execute(f"select snapshot_id from {relation}.refs where name = 'main'", fetch=True)
+            column = 0
+        return str(table.rows[0][column]) if table.rows else None
 
     @available
     def code_version(self) -> str | None:
