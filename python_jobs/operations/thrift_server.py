@@ -30,7 +30,11 @@ unset) admits a single process: while the server runs, no other Spark process
 (``python -m python_jobs.landing.ingest``, ``dbt --target local``, pytest's session)
 can use the same state dir, and the server cannot start while one of them holds
 it. Land data before ``start`` or after ``stop``, or give each its own
-``LATECOMER_STATE_DIR``.
+``LATECOMER_STATE_DIR``. With a shared catalog (``LATECOMER_METASTORE_URI``
+set for the server and every other process; docs/shared-catalog.md) the
+server runs beside builds, landings and steward decisions, and BI readers
+query ``<schema>_published``, whose views read one published run in every
+table of a query (python_jobs/core/reader_views.py).
 """
 
 from __future__ import annotations

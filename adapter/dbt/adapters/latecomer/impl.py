@@ -541,10 +541,10 @@ class LatecomerAdapter(SparkAdapter):
         return run_lock.shared_catalog()
 
     @available
-    def publish_reader_views(self, relations: Any, run: str) -> str:
+    def publish_reader_views(self, relations: Any, invocation_id: str) -> str:
         """Move the readers' slots of ``relations`` (the published tables) to their
-        current versions, then the pointer (python_jobs.core.reader_views);
-        returns what was done, for the log."""
+        current versions, then the pointer (python_jobs.core.reader_views), for the
+        run of ``invocation_id``; returns what was done, for the log."""
         table_format = self.config.credentials.table_format
         schema = self.config.credentials.schema
         sources = {str(relation.identifier).lower(): str(relation) for relation in relations}
@@ -563,7 +563,7 @@ class LatecomerAdapter(SparkAdapter):
         current = reader_views.parse_pointer([dict(zip(rows.column_names, row, strict=True)) for row in rows.rows])
         grace = reader_views.grace_seconds()
         time.sleep(reader_views.seconds_to_wait_before_slots(current, time.time(), grace))
-        new = reader_views.next_publication(current, run, versions)
+        new = reader_views.next_publication(current, publication.run_branch(invocation_id), versions)
         narrowed = []
         for table in sorted(new.versions):
             source, version = sources[table], new.versions[table]
