@@ -1,8 +1,9 @@
 {#- Readers' views (python_jobs/core/reader_views.py): on a shared catalog,
-    after a run's gold is published, every published table gets a view in
-    <schema>_published pinned to its version, and one pointer view names the
-    publication, so a query reads one run in every table it touches. The
-    procedure is adapter.publish_reader_views; this macro lists the tables. -#}
+    after a run's gold is published, every published table's view in
+    <schema>_published gets a slot at its current version, and the
+    publication is logged, so a query reads one run in every table it
+    touches. The procedure is adapter.publish_reader_views; this macro lists
+    the tables. -#}
 {% macro publish_reader_views() %}
     {%- if not execute or not adapter.reader_views_enabled() -%}{{ return('') }}{%- endif -%}
     {%- set relations = [] -%}

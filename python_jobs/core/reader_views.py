@@ -10,34 +10,39 @@ different moments. On a shared catalog, where BI readers query while builds
 publish, readers therefore read gold through views in ``<schema>_published``
 (:func:`published_schema`), one per published table, named as the table:
 
-* every successful build numbers its publication (``seq``) and records it in
-  a one-row pointer table, ``<schema>_published.publication``
-  (:data:`POINTER`): its number, run, time and each table's version,
-  written in one commit (``insert overwrite``);
-* each view has two slots, the table as of the current publication and as
-  of the one before, each read only when the pointer names its publication
-  (:func:`view_sql`): a query sees one slot per view, the one of the
-  publication the pointer names;
-* on Iceberg the slots are two tags of each table, ``latecomer_published_0``
-  and ``_1`` (publication ``seq`` uses tag ``seq % 2``), and the views never
-  change: a publication moves the tags of its slot. On Delta, which has no
-  tags, a slot is a version number, and a publication replaces each view
-  (one metastore call each; Delta's catalog keeps views in the metastore);
-* a publication moves every table's slot, then the pointer. Spark loads a
-  relation once per query (its analyzer's relation cache, kept across nested
-  views and subqueries), so every view of one query reads the same pointer.
+* every successful build numbers its publication (``seq``) and appends it to
+  a log, ``<schema>_published.publication`` (:data:`POINTER`): its number,
+  run, time, each table's version, and ``effective_at``, a moment
+  :func:`lag_seconds` after the append;
+* the publication a query reads is the log's newest one effective at the
+  query's ``current_timestamp()`` (:func:`current_sql`). Spark fixes that
+  timestamp once per query, for every view and subquery in it, and an entry
+  is committed before it becomes effective, so every read of the log in one
+  query, each at its own moment, names the same publication;
+* each view has two slots, the table as of the publication before and as of
+  the new one, each read only when the query's publication is its own
+  (:func:`iceberg_view_sql`, :func:`delta_view_sql`). On Iceberg a slot is a
+  tag of the table, ``latecomer_published_0`` or ``_1`` (publication ``seq``
+  uses tag ``seq % 2``), and the views never change: a publication moves the
+  tags of its slot. On Delta, which has no tags, a slot is a version number,
+  and a publication replaces each view (one metastore call each);
+* a publication first waits until the last one is effective (queries that
+  may still read the slot it reuses were planned before that), moves its
+  slots, then appends its entry, effective ``lag`` later.
 
-What remains is timing, and the publication waits for it
-(:data:`GRACE_ENV`, default :data:`DEFAULT_GRACE_S`): between moving the
-slots and moving the pointer (a query that loaded a table's slot before the
-move and the pointer after it would read the slot's previous publication),
-and between moving the pointer and the next move of slots (a query that
-loaded the pointer before the move and a slot after the next one would read
-a later publication). A query whose planning takes longer than that could
-read a mix; on Delta the view's guard fails it instead (:func:`view_sql`).
-Sessions on a shared catalog read Iceberg tables without Iceberg's table
-cache (``cache-enabled`` false, :mod:`python_jobs.core.spark_config`), which
-would otherwise keep a table's metadata, tags included, for 30 seconds.
+What this assumes: a query's tables and views are loaded (its analysis) less
+than the lag before its timestamp is fixed (the optimizer's first step), so
+that a slot the query reads was moved before the entry naming it became
+effective. The lag is ``LATECOMER_READER_LAG_SECONDS`` (default
+:data:`DEFAULT_LAG_S`); the builders' and readers' clocks must agree within
+it (one host, or NTP). A query that breaks it reads no row from a view
+(Iceberg) or fails with an error that says to run it again (Delta, the
+view's guard); it never reads a mix. A table whose columns changed between
+two publications gets a Delta view with the new slot only
+(:func:`fallback_slots`). Sessions on a shared catalog read Iceberg tables
+without Iceberg's table cache (``cache-enabled`` false,
+:mod:`python_jobs.core.spark_config`), which keeps a table's metadata, tags
+included, for as long as it is read.
 """
 
 from __future__ import annotations
@@ -47,16 +52,19 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 SUFFIX = "published"
 POINTER = "publication"
 TAG_PREFIX = "latecomer_published_"
-GRACE_ENV = "LATECOMER_READER_GRACE_SECONDS"
-DEFAULT_GRACE_S = 5.0
+LAG_ENV = "LATECOMER_READER_LAG_SECONDS"
+DEFAULT_LAG_S = 5.0
 MOVED_MESSAGE = "latecomer: the published views moved while this query was planned; run it again"
 IDENTIFIER = re.compile(r"^[A-Za-z0-9_]{1,128}$")
 VERSION = re.compile(r"^[0-9]{1,20}$")
-POINTER_COLUMNS = "publication_seq bigint, run_id string, published_at timestamp, versions string"
+POINTER_COLUMNS = (
+    "publication_seq bigint, run_id string, published_at timestamp, effective_at timestamp, versions string"
+)
 
 
 class ReaderViewError(ValueError):
@@ -65,12 +73,14 @@ class ReaderViewError(ValueError):
 
 @dataclass(frozen=True)
 class Publication:
-    """One published run: its number, run name, when the pointer named it, each table's version."""
+    """One published run: its number, run name, when it was logged and when it
+    takes effect (seconds since the epoch), each table's version."""
 
     seq: int
     run: str
     published_at: float
     versions: Mapping[str, str] = field(default_factory=dict)
+    effective_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,15 +101,16 @@ def pointer_relation(schema: str) -> str:
     return f"{published_schema(schema)}.{POINTER}"
 
 
-def grace_seconds(value: str | None = None) -> float:
-    """``LATECOMER_READER_GRACE_SECONDS`` (or ``value``): the longest a query's planning may take."""
-    text = os.environ.get(GRACE_ENV, "") if value is None else value
+def lag_seconds(value: str | None = None) -> float:
+    """``LATECOMER_READER_LAG_SECONDS`` (or ``value``): how long after its entry a
+    publication takes effect, longer than any query's analysis."""
+    text = os.environ.get(LAG_ENV, "") if value is None else value
     try:
-        seconds = float(text) if text.strip() else DEFAULT_GRACE_S
+        seconds = float(text) if text.strip() else DEFAULT_LAG_S
     except ValueError:
-        raise ReaderViewError(f"{GRACE_ENV}={text!r} is not a number of seconds") from None
+        raise ReaderViewError(f"{LAG_ENV}={text!r} is not a number of seconds") from None
     if not seconds >= 0:
-        raise ReaderViewError(f"{GRACE_ENV}={text!r} must be 0 or more seconds")
+        raise ReaderViewError(f"{LAG_ENV}={text!r} must be 0 or more seconds")
     return seconds
 
 
@@ -121,18 +132,31 @@ def tag(seq: int) -> str:
     return f"{TAG_PREFIX}{seq % 2}"
 
 
+def epoch_seconds(value: object) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(str(value))
+
+
 def parse_pointer(rows: list[Mapping[str, object]]) -> Publication | None:
-    """The current publication, from the pointer table's rows (None: nothing published yet)."""
+    """The last publication logged (the log's rows, newest first; None: nothing published yet)."""
     if not rows:
         return None
     row = rows[0]
-    published_at = row["published_at"]
     return Publication(
         seq=int(str(row["publication_seq"])),
         run=str(row["run_id"]),
-        published_at=published_at.timestamp() if hasattr(published_at, "timestamp") else float(str(published_at)),
+        published_at=epoch_seconds(row["published_at"]),
         versions={str(table): checked_version(version) for table, version in json.loads(str(row["versions"])).items()},
+        effective_at=epoch_seconds(row["effective_at"]),
     )
+
+
+def last_publication_sql(schema: str) -> str:
+    return f"select * from {pointer_relation(schema)} order by publication_seq desc limit 1"
+
+
+def current_sql(schema: str) -> str:
+    """The number of the publication a query reads: the newest effective at its timestamp."""
+    return f"(select max(publication_seq) from {pointer_relation(schema)} where effective_at <= current_timestamp())"
 
 
 def next_publication(current: Publication | None, run: str, versions: Mapping[str, object]) -> Publication:
@@ -157,9 +181,9 @@ def fallback_slots(table_slots: list[Slot]) -> list[Slot]:
     return table_slots[-1:]
 
 
-def seconds_to_wait_before_slots(current: Publication | None, now: float, grace: float) -> float:
-    """How long to wait before moving the slots: until ``grace`` has passed since the pointer last moved."""
-    return 0.0 if current is None else max(0.0, current.published_at + grace - now)
+def seconds_to_wait_before_slots(current: Publication | None, now: float) -> float:
+    """How long to wait before moving the slots: until the last publication is effective."""
+    return 0.0 if current is None else max(0.0, current.effective_at - now)
 
 
 def pointer_table_sql(schema: str, table_format: str) -> str:
@@ -171,12 +195,13 @@ def pointer_table_sql(schema: str, table_format: str) -> str:
 
 
 def pointer_sql(schema: str, publication: Publication) -> str:
-    """The pointer's one row, naming ``publication``, in one commit."""
+    """The log's entry of ``publication``, in one commit."""
     versions = json.dumps(dict(publication.versions), sort_keys=True, separators=(",", ":"))
     return (
-        f"insert overwrite {pointer_relation(schema)}\n"
+        f"insert into {pointer_relation(schema)}\n"
         f"select {publication.seq}, '{checked_identifier(publication.run)}', "
-        f"timestamp_millis({round(publication.published_at * 1000)}), '{versions}'"
+        f"timestamp_millis({round(publication.published_at * 1000)}), "
+        f"timestamp_millis({round(publication.effective_at * 1000)}), '{versions}'"
     )
 
 
@@ -186,9 +211,9 @@ def tag_sql(source: str, seq: int, version: str) -> str:
 
 
 def iceberg_view_sql(schema: str, table: str, source: str) -> str:
-    """An Iceberg table's view: its two tags, each read when the pointer names a publication of its parity.
+    """An Iceberg table's view: its two tags, each read when the query's publication has its parity.
     Created once; publications move the tags."""
-    pointer = f"(select publication_seq % 2 from {pointer_relation(schema)})"
+    pointer = f"{current_sql(schema)} % 2"
     view = f"{published_schema(schema)}.{checked_identifier(table)}"
     branches = [
         f"select * from {source} version as of '{tag(parity)}'\nwhere {pointer} = {parity}" for parity in (0, 1)
@@ -199,13 +224,14 @@ def iceberg_view_sql(schema: str, table: str, source: str) -> str:
 def delta_view_sql(schema: str, table: str, source: str, table_slots: list[Slot]) -> str:
     """``create or replace view`` of a Delta table's view, one branch per slot.
 
-    Each branch reads the table at its slot's version when the pointer names
-    its publication. The first branch also checks that the pointer names one
-    of the slots, and fails the query otherwise (:data:`MOVED_MESSAGE`).
+    Each branch reads the table at its slot's version when the query reads
+    its publication. The first branch also checks that the query's
+    publication is one of the slots, and fails the query otherwise
+    (:data:`MOVED_MESSAGE`).
     """
     if not table_slots:
         raise ReaderViewError(f"reader views: {table} has no slot")
-    pointer = f"(select publication_seq from {pointer_relation(schema)})"
+    pointer = current_sql(schema)
     view = f"{published_schema(schema)}.{checked_identifier(table)}"
     branches = []
     for index, slot in enumerate(table_slots):

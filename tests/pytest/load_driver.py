@@ -15,8 +15,9 @@ the landers are done, then one last build; after its first build, a steward
 decision (the rejection of a quarantined row); at the end it writes the
 gold tables and bronze's counts to the result, and ``built`` in the run
 folder. ``read``: queries gold through the Thrift server in a loop, from the
-first publication until ``built`` (and one more read), and records each
-read's totals of the daily, weekly and monthly tables.
+first publication until it reads the last build's publication (which
+``built`` names), and records each read's publication and its totals of
+the daily, weekly and monthly tables.
 
 The run folder holds the processes' markers; every process records its
 failures in its result instead of stopping at the first.
@@ -37,6 +38,8 @@ SELECT = "+gold_daily_revenue +gold_weekly_revenue +gold_monthly_revenue silver_
 LANDERS = ("web", "mobile")
 BUILD_VARS = {"publication_gate_override": "checked by hand"}
 WAIT_S = 900.0
+# How long the reader goes on after the last build for a read of its publication.
+LAST_READ_WAIT_S = 60.0
 GRAINS = (
     ("daily", "gold_daily_revenue"),
     ("weekly", "gold_weekly_revenue"),
@@ -133,7 +136,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         row.asDict() for row in spark.table(f"{schema}_silver.silver_quarantine").select("bronze_row_id", "status")
         .collect()
     ]  # fmt: skip
-    (args.run / "built").touch()
+    last_publication = spark.sql(f"select max(publication_seq) from {schema}_published.publication").first()[0]
+    (args.run / "built").write_text(str(last_publication))
     return {
         "builds": builds,
         "failures": problems,
@@ -149,6 +153,8 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
 def read(args: argparse.Namespace) -> dict[str, Any]:
     from pyhive import hive
 
+    from python_jobs.core import reader_views
+
     schema = os.environ["LATECOMER_SCHEMA"]
     published = f"{schema}_published"
     totals = ", ".join(
@@ -156,14 +162,17 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
         f"(select cast(coalesce(sum(gross_revenue), 0) as string) from {published}.{table}) as {name}_gross"
         for name, table in GRAINS
     )
-    query = f"select pointer.publication_seq, {totals} from {published}.publication as pointer"
+    query = f"select {reader_views.current_sql(schema)} as publication_seq, {totals}"
     wait_for(args.run / "published")
     reads: list[dict[str, Any]] = []
     errors: list[str] = []
     connection = hive.connect(host="127.0.0.1", port=args.port, username="load")
-    last = False
+    last_publication = None
     while True:
-        last = last or (args.run / "built").exists()
+        built = args.run / "built"
+        if last_publication is None and built.exists():
+            last_publication = int(built.read_text())
+            deadline = time.monotonic() + LAST_READ_WAIT_S
         begun = time.time()
         try:
             cursor = connection.cursor()
@@ -172,7 +181,7 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
             cursor.close()
         except Exception as error:  # noqa: BLE001 - the test reports every failure
             errors.append(f"{begun:.3f}: {error}")
-            if last:
+            if last_publication is not None and time.monotonic() > deadline:
                 break
             try:
                 connection.close()
@@ -184,7 +193,10 @@ def read(args: argparse.Namespace) -> dict[str, Any]:
             reads.append({"seq": row[0], "values": list(row[1:]), "begun": begun, "ended": time.time()})
         if not rows:
             reads.append({"seq": None, "values": [], "begun": begun, "ended": time.time()})
-        if last:
+        # Until a read of the last build's publication, once it is in effect.
+        if last_publication is not None and (
+            any(row[0] == last_publication for row in rows) or time.monotonic() > deadline
+        ):
             break
         time.sleep(args.pause)
     connection.close()

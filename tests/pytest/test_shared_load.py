@@ -312,6 +312,7 @@ def test_every_read_is_consistent_across_the_gold_tables(load: dict[str, Any]) -
     assert overlapping(reads, load["results"]["build"]["builds"]) > 0
     assert len(by_publication) >= 2
     # The last read saw the last build's publication: gold as the reference has it.
+    assert reads[-1]["seq"] == max(by_publication)
     gold = load["results"]["build"]["gold"]["daily"]
     last = reads[-1]["values"]
     assert (last[0], Decimal(last[1])) == (

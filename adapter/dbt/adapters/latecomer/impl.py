@@ -556,13 +556,13 @@ class LatecomerAdapter(SparkAdapter):
         if not versions:
             return "Reader views: no published table"
         published = reader_views.published_schema(schema)
-        pointer = reader_views.pointer_relation(schema)
         self.execute(f"create schema if not exists {published}")
         self.execute(reader_views.pointer_table_sql(schema, table_format))
-        _, rows = self.execute(f"select * from {pointer}", fetch=True)
+        _, rows = self.execute(reader_views.last_publication_sql(schema), fetch=True)
         current = reader_views.parse_pointer([dict(zip(rows.column_names, row, strict=True)) for row in rows.rows])
-        grace = reader_views.grace_seconds()
-        time.sleep(reader_views.seconds_to_wait_before_slots(current, time.time(), grace))
+        # Queries that may still read the slots this publication reuses read a
+        # publication before the last one: they were planned before it took effect.
+        time.sleep(reader_views.seconds_to_wait_before_slots(current, time.time()))
         new = reader_views.next_publication(current, publication.run_branch(invocation_id), versions)
         narrowed = []
         for table in sorted(new.versions):
@@ -587,9 +587,9 @@ class LatecomerAdapter(SparkAdapter):
                     reader_views.delta_view_sql(schema, table, source, reader_views.fallback_slots(table_slots))
                 )
                 narrowed.append(table)
-        # Queries that loaded a slot before it moved are planned before the pointer moves.
-        time.sleep(grace)
-        moved = reader_views.Publication(new.seq, new.run, time.time(), new.versions)
+        # It takes effect once every query that loaded a slot before it moved has been planned.
+        now = time.time()
+        moved = reader_views.Publication(new.seq, new.run, now, new.versions, now + reader_views.lag_seconds())
         self.execute(reader_views.pointer_sql(schema, moved))
         return f"Reader views: publication {moved.seq} ({len(moved.versions)} table(s)) readable in {published}" + (
             f"; columns changed, new slot only: {', '.join(narrowed)}" if narrowed else ""
