@@ -289,7 +289,8 @@ def take(
         # A holder that released the lock clears the file: one still named
         # ended without releasing it (killed, or crashed).
         print(
-            f"run lock: {previous.describe()} ended without releasing the {kind.title} lock of {schema!r}; taken over",
+            f"run lock: {previous.describe()} ended without releasing the lock of {schema!r} "
+            f"({kind.title}); taken over",
             file=out,
         )
     handle.seek(0)
