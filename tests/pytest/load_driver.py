@@ -90,8 +90,9 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     schema = os.environ["LATECOMER_SCHEMA"]
     for source in LANDERS:
         wait_for(args.run / f"landed-{source}")
-    spark = get_spark("iceberg")
-    runner = DbtRunner(ROOT, profiles_dir=ROOT / "profiles", target="local", target_path=args.run / "target",
+    spark = get_spark(os.environ["LATECOMER_TABLE_FORMAT"])
+    runner = DbtRunner(ROOT, profiles_dir=ROOT / "profiles", target=os.environ["LATECOMER_TARGET"],
+                       target_path=args.run / "target",
                        schema=schema)  # fmt: skip
     builds: list[dict[str, Any]] = []
     problems: list[str] = []

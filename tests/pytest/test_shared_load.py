@@ -1,4 +1,4 @@
-"""Many processes, one deployment, under load, on the shared catalog (issue 53).
+"""Many processes, one deployment, under load, on the shared catalog (issue 53), in the suite's table format.
 
 A PostgreSQL cluster and the Hive metastore service
 (``python -m python_jobs.operations.metastore``) and the Thrift server start
@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 from python_jobs.operations import metastore
-from tests.pytest.conftest import TEST_FORMAT
+from tests.pytest.conftest import TEST_FORMAT, TEST_TARGET
 from tests.pytest.event_rows import correction
 from tests.pytest.load_driver import LANDERS
 from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
@@ -57,10 +57,7 @@ BUILD_EVERY_S = 25.0
 READ_PAUSE_S = 0.5
 TIMEOUT_S = 1200
 
-pytestmark = [
-    pytest.mark.load,
-    pytest.mark.skipif(TEST_FORMAT != "iceberg", reason="the load test runs on Iceberg (the Thrift server's format)"),
-]
+pytestmark = pytest.mark.load
 
 Money = tuple[int, Decimal, Decimal]
 
@@ -167,8 +164,8 @@ def load(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "LATECOMER_STATE_DIR": str(state),
         "LATECOMER_METASTORE_PORT": str(metastore.free_port()),
         "LATECOMER_SCHEMA": SCHEMA,
-        "LATECOMER_TABLE_FORMAT": "iceberg",
-        "LATECOMER_TARGET": "local",
+        "LATECOMER_TABLE_FORMAT": TEST_FORMAT,
+        "LATECOMER_TARGET": TEST_TARGET,
         "LATECOMER_JVM_PROFILE": "short",
         "LATECOMER_DRIVER_MEMORY": "1g",
         "LATECOMER_THREADS": "2",
@@ -200,7 +197,7 @@ def load(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     deadline = began + TIMEOUT_S
     server = subprocess.Popen(
         [sys.executable, "-m", "python_jobs.operations.thrift_server", "start", "--port", str(port),
-         "--timeout", "600"],
+         "--timeout", "600", "--table-format", TEST_FORMAT],
         cwd=ROOT, env={**env, "LATECOMER_DRIVER_MEMORY": "2g"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True,
     )  # fmt: skip
