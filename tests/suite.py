@@ -135,10 +135,13 @@ class Lane:
             step.start(self.beside)
             print(f"suite: {step.name} started, output in {step.log.relative_to(ROOT)}", flush=True)
 
+    def running(self) -> Step | None:
+        """The step started and not yet finished, if any."""
+        return next((step for step in self.steps if step.process is not None and step.poll() is None), None)
+
     def poll(self) -> bool:
         """Whether every step has finished (starting the next when one has)."""
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
-        if running is not None:
+        if self.running() is not None:
             return False
         if any(step.process is None for step in self.steps):
             self._next()
@@ -146,13 +149,10 @@ class Lane:
         return True
 
     def progress(self) -> str:
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
+        running = self.running()
         if running is not None:
             return running.finished_tests()
         return f"{self.name} done in {time.monotonic() - self.started:.0f} s"
-
-    def codes(self) -> list[int]:
-        return [step.poll() or 0 for step in self.steps]
 
     def terminate(self) -> None:
         for step in self.steps:
