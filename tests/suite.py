@@ -6,10 +6,10 @@ session, metastore, dbt target and log folders:
   iceberg  every project test (tests/pytest): the plain-Python logic,
            rendering and parsing, the scenarios, the Thrift server, the
            standalone cluster and the benchmark's smoke run; then dbt's
-           adapter conformance suite (tests/adapter) on the session target,
-           and its basic suite on a Thrift server;
+           basic adapter suite (tests/adapter) on a Thrift server;
   delta    the core scenarios again on Delta Lake (DELTA_SCENARIOS), then
-           the adapter conformance suite on Delta, at the lowest CPU priority.
+           dbt's adapter conformance suite on the session target, on Delta
+           and then on Iceberg, at the lowest CPU priority.
 
 Why so: a build on two cores keeps the machine about two-thirds busy, and a
 Delta build costs two to three Iceberg builds (docs/table-formats.md).
@@ -135,10 +135,13 @@ class Lane:
             step.start(self.beside)
             print(f"suite: {step.name} started, output in {step.log.relative_to(ROOT)}", flush=True)
 
+    def running(self) -> Step | None:
+        """The step started and not yet finished, if any."""
+        return next((step for step in self.steps if step.process is not None and step.poll() is None), None)
+
     def poll(self) -> bool:
         """Whether every step has finished (starting the next when one has)."""
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
-        if running is not None:
+        if self.running() is not None:
             return False
         if any(step.process is None for step in self.steps):
             self._next()
@@ -146,13 +149,10 @@ class Lane:
         return True
 
     def progress(self) -> str:
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
+        running = self.running()
         if running is not None:
             return running.finished_tests()
         return f"{self.name} done in {time.monotonic() - self.started:.0f} s"
-
-    def codes(self) -> list[int]:
-        return [step.poll() or 0 for step in self.steps]
 
     def terminate(self) -> None:
         for step in self.steps:
@@ -167,8 +167,9 @@ def adapter_step(table_format: str, target: str = "session") -> Step:
 
 
 def lanes(args: Sequence[str]) -> list[Lane]:
-    """Iceberg's whole suite, then dbt's adapter suites on Iceberg (session and
-    Thrift); beside it, Delta's core scenarios, then the adapter suite on Delta.
+    """Iceberg's whole suite, then dbt's basic adapter suite on the Thrift target;
+    beside it, Delta's core scenarios, then the adapter suite on Delta and on
+    Iceberg (session target). The lanes take about as long.
     With arguments (``-k``, files) only the project's suite runs, on both formats."""
     files = [arg for arg in args if arg.endswith(".py") or "::" in arg]
     iceberg = Step("iceberg", list(args), {"LATECOMER_TEST_FORMAT": "iceberg"})
@@ -176,8 +177,8 @@ def lanes(args: Sequence[str]) -> list[Lane]:
     if args:
         return [Lane("iceberg", [iceberg]), Lane("delta", [delta], beside=True)]
     return [
-        Lane("iceberg", [iceberg, adapter_step("iceberg"), adapter_step("iceberg", "thrift")]),
-        Lane("delta", [delta, adapter_step("delta")], beside=True),
+        Lane("iceberg", [iceberg, adapter_step("iceberg", "thrift")]),
+        Lane("delta", [delta, adapter_step("delta"), adapter_step("iceberg")], beside=True),
     ]
 
 

@@ -190,13 +190,16 @@ JARS = (
     ),
 )
 FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake"}
-# Delta on a local master (a few cores, tables of a few files), as Delta's
-# own test suite runs it (its build.sbt): a snapshot's state (the table's
-# files, from its log) is rebuilt in snapshotPartitions tasks at every new
-# version a query reads, and the default 50 is sized for tables of millions
-# of files; on two cores those 50 tasks took most of a small write's time.
+# Delta on a local master (a few cores, tables of a few files): a snapshot's
+# state (the table's files, from its log) is rebuilt in snapshotPartitions
+# tasks at every new version a query reads, and every scan is planned with a
+# Spark job over that state in as many tasks. The default 50 is sized for
+# tables of millions of files; on two cores those tasks took most of a small
+# write's time. Delta's own test suite runs with 2 (its build.sbt); 1 made
+# dbt's basic adapter suite on Delta a third faster again (176 and 163 s with
+# 2, 112 and 124 s with 1, docs/table-formats.md).
 DELTA_LOCAL_SETTINGS = {
-    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.databricks.delta.snapshotPartitions": "1",
 }
 
 

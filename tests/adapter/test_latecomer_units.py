@@ -5,9 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dbt.adapters.latecomer.connections import SessionConnectionWrapper, spark_string_literal
+from dbt.adapters.latecomer.connections import (
+    NO_COLUMNS,
+    SessionConnectionWrapper,
+    ThriftConnectionWrapper,
+    spark_string_literal,
+)
 from dbt.adapters.latecomer.impl import default_file_format
 from dbt.adapters.latecomer.python_submissions import spark_frame
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 from spark_dialect import to_spark
 
@@ -77,3 +83,32 @@ def test_a_create_as_select_gets_the_table_format() -> None:
     assert to_spark("create table s.fact as select * from s.seed", "delta") == [
         "create table s.fact using delta as select * from s.seed"
     ]
+
+
+class FakeHiveCursor:
+    """A PyHive cursor whose fetch fails as PyHive does on a result without columns, or otherwise."""
+
+    def __init__(self, error: TypeError) -> None:
+        self.error = error
+
+    def fetchall(self) -> list[Any]:
+        raise self.error
+
+
+class FakeHiveConnection:
+    def __init__(self, error: TypeError) -> None:
+        self.error = error
+
+    def cursor(self) -> FakeHiveCursor:
+        return FakeHiveCursor(self.error)
+
+
+def test_a_thrift_statement_without_columns_fetches_no_rows() -> None:
+    wrapper = ThriftConnectionWrapper(PyhiveConnectionWrapper(FakeHiveConnection(TypeError(NO_COLUMNS))))
+    assert wrapper.cursor().fetchall() == []
+
+
+def test_other_thrift_fetch_errors_are_raised() -> None:
+    wrapper = ThriftConnectionWrapper(PyhiveConnectionWrapper(FakeHiveConnection(TypeError("unsupported operand"))))
+    with pytest.raises(TypeError, match="unsupported operand"):
+        wrapper.cursor().fetchall()

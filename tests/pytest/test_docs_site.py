@@ -15,7 +15,6 @@ Without Chromium those two skip, except under CI, where they fail.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from tests.pytest.test_report import chromium_binary, run_chromium
+from tests.pytest.browser import require_chromium, run_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -207,13 +206,7 @@ def test_readme_leads_into_the_site() -> None:
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    binary = chromium_binary()
-    if binary is None:
-        message = "chromium not found: `make system` installs Debian's package (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs headless Chromium for the documentation site's test; {message}")
-        pytest.skip(message)
-    return binary
+    return require_chromium("the documentation site's test")
 
 
 @pytest.mark.parametrize("source", PAGES_IN_CHROMIUM)

@@ -14,10 +14,7 @@ reading of the change manifest) are unit-tested at the end.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from datetime import datetime
 from decimal import Decimal
 from html.parser import HTMLParser
@@ -29,6 +26,7 @@ from matplotlib import image
 from python_jobs.core.spark_config import SparkConfigError
 from python_jobs.operations import report
 from python_jobs.operations.report import LATENESS_THRESHOLDS_SECONDS, ReportData
+from tests.pytest.browser import require_chromium, run_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART_KEYS = ("lateness-cdf", "completeness-backtest", "restatements", "live-vs-final", "quarantine")
@@ -182,37 +180,9 @@ def full_data() -> ReportData:
 # --------------------------------------------------------------------------
 
 
-def chromium_binary() -> str | None:
-    names = (os.environ.get("LATECOMER_CHROMIUM"), "chromium", "chromium-browser", "google-chrome")
-    return next((shutil.which(name) for name in names if name and shutil.which(name)), None)
-
-
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    binary = chromium_binary()
-    if binary is None:
-        message = "chromium not found: `make system` installs Debian's package (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs headless Chromium for the report test; {message}")
-        pytest.skip(message)
-    return binary
-
-
-def run_chromium(binary: str, profile: Path, *args: str) -> str:
-    command = [
-        binary,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
-    assert result.returncode == 0, f"{' '.join(command)} failed:\n{result.stderr[-3000:]}"
-    return result.stdout
+    return require_chromium("the report test")
 
 
 class Dom(HTMLParser):

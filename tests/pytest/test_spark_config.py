@@ -305,7 +305,7 @@ def test_delta_on_a_local_master_takes_small_store_settings(monkeypatch: pytest.
     for jar in spark_config.JARS:
         (tmp_path / jar.file_name).touch()
     local = spark_config.spark_conf("delta", master="local[2]")
-    assert local["spark.databricks.delta.snapshotPartitions"] == "2"
+    assert local["spark.databricks.delta.snapshotPartitions"] == "1"
     assert local["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == local["spark.sql.shuffle.partitions"]
     cluster = spark_config.spark_conf("delta", master="spark://127.0.0.1:7077")
     assert "spark.databricks.delta.snapshotPartitions" not in cluster

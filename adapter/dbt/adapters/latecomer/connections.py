@@ -8,12 +8,16 @@ from typing import Any
 from dbt.adapters.contracts.connection import Connection
 from dbt.adapters.spark import session
 from dbt.adapters.spark.connections import (
+    PyhiveConnectionWrapper,
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
 from dbt_common.exceptions import DbtRuntimeError
 from pyspark.errors import AnalysisException
+
+# PyHive's error when Spark's Thrift server sends a result with no columns.
+NO_COLUMNS = "'NoneType' object is not iterable"
 
 
 @dataclass
@@ -45,11 +49,36 @@ class LatecomerConnectionManager(SparkConnectionManager):
     def open(cls, connection: Connection) -> Connection:
         creds = connection.credentials
         if creds.method != SparkConnectionMethod.SESSION:
-            return super().open(connection)
+            connection = super().open(connection)
+            if isinstance(connection.handle, PyhiveConnectionWrapper):
+                connection.handle = ThriftConnectionWrapper(connection.handle)
+            return connection
         spark = start_session(creds)
         connection = super().open(connection)
         connection.handle = SessionConnectionWrapper(SessionConnection(spark, creds.server_side_parameters))
         return connection
+
+
+class ThriftConnectionWrapper(PyhiveConnectionWrapper):
+    """dbt-spark's Thrift (PyHive) connection wrapper, fetching a statement without rows as no rows.
+
+    Spark's Thrift server answers a fetch after a statement that returns no
+    rows (``create view``, ``create schema``) with no columns at all, which
+    PyHive zips with the schema and fails on (``TypeError: 'NoneType' object
+    is not iterable``): ``run_query`` of such a statement failed on the Thrift
+    target, where the session target returns an empty table.
+    """
+
+    def __init__(self, wrapper: PyhiveConnectionWrapper) -> None:
+        super().__init__(wrapper.handle, wrapper.poll_interval, wrapper.query_timeout, wrapper.query_retries)
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except TypeError as error:
+            if str(error) != NO_COLUMNS:
+                raise
+            return []
 
 
 class SessionConnectionWrapper(session.SessionConnectionWrapper):

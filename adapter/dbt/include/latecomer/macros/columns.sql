@@ -66,3 +66,31 @@
 {% macro latecomer__get_columns_in_relation(relation) -%}
     {{ return(adapter.get_columns_in_relation(relation)) }}
 {%- endmacro %}
+
+{#- dbt-spark's alter_column_set_constraints, with a contract's `not_null`
+    as a CHECK constraint on Delta Lake tables.
+
+    dbt-spark enforces `not_null` with `alter table ... change column ... set
+    not null` after the table is created. Open-source Delta Lake refuses to
+    make an existing column non-nullable ("Cannot change nullable column to
+    non-nullable"), so every contracted model with a `not_null` column failed
+    to build. A CHECK constraint `<column> is not null` holds the same rule:
+    Delta checks the rows already there when it is added, and every later
+    write. An incremental run keeps the constraints its table already has. -#}
+{% macro latecomer__alter_column_set_constraints(relation, column_dict) %}
+    {%- if is_incremental() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- for column_name in column_dict -%}
+        {%- for constraint in column_dict[column_name]['constraints'] -%}
+            {%- if constraint.type != 'not_null' -%}
+                {{ exceptions.warn('Invalid constraint for column ' ~ column_name ~ '. Only `not_null` is supported.') }}
+            {%- else -%}
+                {%- set quoted_name = adapter.quote(column_name) if column_dict[column_name]['quote'] else column_name -%}
+                {%- call statement() -%}
+                    alter table {{ relation }} add constraint {{ column_name | lower }}_not_null check ({{ quoted_name }} is not null)
+                {%- endcall -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endfor -%}
+{% endmacro %}
