@@ -38,11 +38,12 @@ import yaml
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from python_jobs.core.constants import REVENUE_MEASURES
 from tooling.bench.metrics import tagged
 
 SILVER = "silver_events"
 KEY = ["event_id", "source_system"]
-MEASURES = ["orders", "gross_revenue", "refunds", "net_revenue"]
+MEASURES = REVENUE_MEASURES
 # gold table -> (its key columns, the grain it is recomputed at)
 GOLD = {
     "gold_daily_revenue": (["event_date", "source_system"], "day"),
