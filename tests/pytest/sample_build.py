@@ -24,6 +24,7 @@ AS_OF = "2024-01-21T00:00:00+00:00"
 SELECT = (
     "+late_arrival_audit +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_quarterly_revenue"
     " +gold_ytd_revenue +gold_revenue_by_tier +lateness_alerts +volume_against_baseline +gold_daily_revenue_causes"
+    " +gold_rollup_revenue_causes"
 )
 BUILD_ARGS = ("build", "--select", SELECT, "--exclude", "resource_type:test")
 BUILD_VARS = {"as_of": AS_OF}
