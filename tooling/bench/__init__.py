@@ -34,6 +34,12 @@ runs from the same starting tables:
   floor         the least work that applies the late batch, a plain PySpark
                 job, not dbt (tooling.bench.floor);
   nothing_new   `dbt build` with nothing landed since the initial build;
+  microbatch    a peer: gold daily revenue as a stock dbt-spark microbatch
+                model (tooling.bench.microbatch; batch_size day, lookback the
+                lookback variant's days), built by stock dbt-spark on this
+                session at the late batch's as-of, from the late batch's
+                silver; its gold is checked against the dbt builds' and the
+                event dates it leaves wrong are counted by cause;
   patched       (with --candidate-patch FILE) the incremental build of the
                 project with FILE applied: what a proposed change to the SQL
                 saves, and, through the fingerprints, that it changes no
