@@ -22,6 +22,7 @@ from tooling.bench.config import (
     PATCHED,
     PEERS,
     SAME_RESULT,
+    SQLMESH,
 )
 from tooling.bench.metrics import READ_TABLES, THREAD_ROLES
 from tooling.bench.microbatch import wrong_partitions
@@ -237,6 +238,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         FLOOR: "floor",
         NOTHING_NEW: "nothing new",
         MICROBATCH: f"dbt microbatch {lookback}d",
+        SQLMESH: f"SQLMesh {lookback}d",
         PATCHED: "incremental + "
         + ", ".join(Path(p).stem for p in report["git"].get("candidate_patches", {}) or ["patch"]),
     }

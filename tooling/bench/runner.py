@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pyspark.sql import SparkSession
 
-from tooling.bench import microbatch
+from tooling.bench import microbatch, sqlmesh_peer
 from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
@@ -26,8 +26,10 @@ from tooling.bench.config import (
     MICROBATCH,
     NOTHING_NEW,
     OWN_PROJECT,
+    PEERS,
     REPO_ROOT,
     SAME_RESULT,
+    SQLMESH,
     BenchConfig,
 )
 from tooling.bench.floor import run_floor
@@ -37,6 +39,7 @@ from tooling.bench.machine import machine_info, peak_memory
 from tooling.bench.metrics import ProcessCounters, ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
+from tooling.bench.sqlmesh_peer import SqlmeshPeer
 from tooling.bench.state import TableFormat, TableState, layer_of, rewrite_stats
 from tooling.synthetic import History, generate
 
@@ -53,6 +56,8 @@ OPEN_GATE = {
 }
 
 
+# Where the peers' tables are: <schema>_<layer>.
+PEER_LAYERS = (microbatch.LAYER, sqlmesh_peer.PHYSICAL_LAYER)
 # The runs whose silver the peers start from: they write silver_events in
 # place (a full refresh recreates it, and the table it made is purged).
 PEER_SILVER = ("incremental", LOOKBACK)
@@ -78,6 +83,7 @@ def measure_variant(
     variant: str,
     start: dict[str, TableState],
     late_ingest: dict[str, Any],
+    sqlmesh: SqlmeshPeer | None = None,
 ) -> Measurement:
     """Put every table back to ``start`` and run ``variant`` once."""
     scale = history.scale
@@ -105,6 +111,14 @@ def measure_variant(
         build = microbatch.run_microbatch(spark, cfg, scale.date_of(scale.first_day), *window)
         seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
         peer = {"table": microbatch.table_of(cfg.schema), "window": [w.isoformat() for w in window]}
+    elif variant == SQLMESH:
+        assert sqlmesh is not None
+        sqlmesh.put_back()
+        seconds, done = sqlmesh.run(spark, scale.late_as_of)
+        nodes = {sqlmesh_peer.MODEL: {"type": "model", "seconds": round(seconds, 3), "status": done["status"]}}
+        failed_nodes = []
+        first = sqlmesh_peer.window_start(scale.late_as_of, cfg.lookback_days)
+        peer = {"table": sqlmesh.view, "window": [first.isoformat(), done["execution_time"]], "run": done}
     else:
         # nothing_new repeats the initial build: the same data and the same
         # clock (a later as_of is new input: it moves statuses and the
@@ -127,7 +141,7 @@ def measure_variant(
     snapshots = {}
     for table in fmt.tables(cfg.schema):
         layer = layer_of(table, cfg.schema)
-        if layer not in ("silver", "gold") and not (variant == MICROBATCH and layer == microbatch.LAYER):
+        if layer not in ("silver", "gold") and not (variant in PEERS and layer in PEER_LAYERS):
             continue
         name = table.split(".")[1]
         before = start.get(table)
@@ -159,7 +173,7 @@ def measure_variant(
         # What the peers' gold is checked against (report.summarize), per row.
         gold_measures=(
             microbatch.gold_measures(spark, peer["table"] if peer else f"{cfg.schema}_gold.{GOLD_MODEL}")
-            if variant in (*SAME_RESULT, MICROBATCH)
+            if variant in (*SAME_RESULT, *PEERS)
             else None
         ),
         peer=peer,
@@ -242,6 +256,15 @@ def run_benchmark(
         start_of_history = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
         peer_initial = microbatch.run_microbatch(spark, cfg, first, start_of_history, scale.initial_as_of)
         log(f"bench: dbt microbatch peer, every day of the history: {peer_initial.seconds:.0f} s")
+    sqlmesh = None
+    if SQLMESH in cfg.variants:
+        first = scale.date_of(scale.first_day)
+        sqlmesh = SqlmeshPeer(
+            cfg.results_dir / f"sqlmesh-{cfg.schema}", cfg.schema, first, cfg.lookback_days, cfg.table_format
+        )
+        sqlmesh_seconds = sqlmesh.build(spark, scale.initial_as_of)
+        sqlmesh.capture()
+        log(f"bench: SQLMesh peer, every day of the history: {sqlmesh_seconds:.0f} s")
     # Every table, bronze too: nothing_new starts from here.
     baseline = fmt.capture(fmt.tables(cfg.schema, exclude_layers=()))
     events = ingest_history["rows"]
@@ -284,6 +307,8 @@ def run_benchmark(
     }
     if MICROBATCH in cfg.variants:
         report["initial_load"]["microbatch_seconds"] = round(peer_initial.seconds, 3)
+    if sqlmesh is not None:
+        report["initial_load"]["sqlmesh_seconds"] = round(sqlmesh_seconds, 3)
     # The peers read silver with the late batch applied: the silver tables of
     # the first incremental (or lookback) run, or, when a peer runs before
     # either, of latecomer's silver models run once for it, untimed.
@@ -311,15 +336,15 @@ def run_benchmark(
         shift = repeat % len(cfg.variants)
         for variant in list(cfg.variants[shift:]) + list(cfg.variants[:shift]):
             log(f"bench: repeat {repeat + 1}/{cfg.repeat}: {variant}")
-            if variant == MICROBATCH and peer_start is None:
+            if variant in PEERS and peer_start is None:
                 fmt.restore(late_start, cfg.schema)
                 gate = bench_gate(cfg)
                 microbatch.build_late_silver(cfg, {"as_of": scale.late_as_of.isoformat(), "publication_gate": gate})
                 peer_start = capture_peer_start("silver models", silver_fingerprint(spark, cfg.schema))
-            start = baseline if variant == NOTHING_NEW else peer_start if variant == MICROBATCH else late_start
-            m = measure_variant(spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest)
+            start = baseline if variant == NOTHING_NEW else peer_start if variant in PEERS else late_start
+            m = measure_variant(spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, sqlmesh)
             m.repeat = repeat + 1
-            if variant in PEER_SILVER and MICROBATCH in cfg.variants and peer_start is None:
+            if variant in PEER_SILVER and set(PEERS) & set(cfg.variants) and peer_start is None:
                 peer_start = capture_peer_start(variant, m.silver_fingerprint)
             gold = m.tables.get(GOLD_MODEL, {})
             log(
