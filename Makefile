@@ -89,11 +89,11 @@ $(METASTORE_STAMP): jvm/metastore/pom.xml jvm/metastore/jars.sha256 $(wildcard j
 metastore-start metastore-status metastore-stop: install $(METASTORE_STAMP)
 	$(BIN)/python -m python_jobs.operations.metastore $(subst metastore-,,$@)
 
-## test: the whole test suite on both table formats at once (tests/suite.py): on Iceberg every test (dbt
-##   in-process, a real Thrift server, a standalone Spark cluster) then dbt's adapter conformance suite (session
-##   and Thrift targets), on Delta Lake the core scenarios then the adapter suite at the lowest CPU priority, and
-##   `make lint` beside them at that priority too: a build leaves about a third of two cores idle. A line says when lint has finished, its output (target/lint.log) follows the tests', and
-##   either failing fails the target.
+## test: the whole test suite on both table formats at once (tests/suite.py): a queue of pytest runs two at a
+##   time, the longest first: on Iceberg every test (dbt in-process, a real Thrift server, a standalone Spark
+##   cluster, the shared catalog under load) and dbt's adapter conformance suite (session and Thrift targets), on
+##   Delta Lake the core scenarios and the adapter suite; `make lint` beside them at the lowest CPU priority. A line
+##   says when lint has finished, its output (target/lint.log) follows the tests', and either failing fails the target.
 test: install system $(METASTORE_STAMP)
 	@mkdir -p target
 	@( nice -n 19 $(MAKE) --no-print-directory lint > target/lint.log 2>&1 \

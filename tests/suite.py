@@ -1,22 +1,27 @@
 """``python -m tests.suite``: the test suite on both table formats at once (``make test``).
 
-Two lanes side by side, each a series of pytest runs with its own Spark
-session, metastore, dbt target and log folders:
+The suite is a queue of pytest runs (steps), each with its own Spark
+session, metastore, dbt target and log folders, two at a time, the longest
+first; when one ends the next starts:
 
-  iceberg  every project test (tests/pytest): the plain-Python logic,
-           rendering and parsing, the scenarios, the Thrift server, the
-           standalone cluster and the benchmark's smoke run; then dbt's
-           basic adapter suite (tests/adapter) on a Thrift server;
-  delta    the core scenarios again on Delta Lake (DELTA_SCENARIOS), then
-           dbt's adapter conformance suite on the session target, on Delta
-           and then on Iceberg, at the lowest CPU priority.
+  iceberg            the project's tests (tests/pytest) on Iceberg: the
+                     plain-Python logic, rendering and parsing, the
+                     scenarios, the standalone cluster and the benchmark's
+                     smoke run, but for PROCESS_TESTS;
+  delta              the core scenarios again on Delta Lake (DELTA_SCENARIOS);
+  adapter-delta      dbt's adapter conformance suite (tests/adapter) on Delta,
+                     but for ADAPTER_FORMAT_NEUTRAL;
+  iceberg-processes  PROCESS_TESTS on Iceberg: the tests that start processes
+                     of their own (the fault injection, the Thrift server, the
+                     shared catalog and its load test);
+  adapter-iceberg    dbt's adapter suite on Iceberg, on the session target;
+  adapter-iceberg-thrift  its basic suite on a Thrift server.
 
-Why so: a build on two cores keeps the machine about two-thirds busy, and a
-Delta build costs two to three Iceberg builds (docs/table-formats.md).
-Three JVMs at once (Delta's scenarios in two workers) made every run three
-times slower; one Delta run at the lowest priority takes the third the
-Iceberg run leaves idle, as lint does. ``make test-delta`` runs every
-scenario on Delta (the tests that run Spark), the 45-day schedule included.
+Why so: a build on two cores keeps the machine about two-thirds busy, so two
+runs at once use it; three JVMs at once made every run about three times
+slower. The queue keeps two going until the end, whichever ends first
+(docs/testing.md). ``make test-delta`` runs every scenario on Delta (the tests
+that run Spark), the 45-day schedule included.
 
 Arguments are passed to the project's pytest run on each format (``-k``,
 ``-x``; a file given runs on both), and the adapter suites are left out.
@@ -48,6 +53,27 @@ DELTA_SCENARIOS = (
     "tests/pytest/test_scd2.py",
     "tests/pytest/test_versions.py",
 )
+# The project's tests that start processes of their own (their own JVMs) and
+# need no session of the run's: a step of their own, beside the others.
+PROCESS_TESTS = (
+    "tests/pytest/test_faults.py",
+    "tests/pytest/test_shared_load.py",
+    "tests/pytest/test_shared_metastore.py",
+    "tests/pytest/test_thrift_server.py",
+)
+# dbt's conformance cases that run on Iceberg only: they read, list or show
+# relations the same way on both formats (caching, dbt show, --empty,
+# ephemeral models, unit tests), or run no Spark (the adapter's own units).
+ADAPTER_FORMAT_NEUTRAL = (
+    "tests/adapter/test_caching.py",
+    "tests/adapter/test_dbt_show.py",
+    "tests/adapter/test_empty.py",
+    "tests/adapter/test_ephemeral.py",
+    "tests/adapter/test_latecomer_units.py",
+    "tests/adapter/test_unit_testing.py",
+)
+# Steps at once: two JVMs keep two cores busy; a third slows every run.
+WORKERS = 2
 PROGRESS_EVERY_S = 60
 # pytest's exit status when it collected (or kept) no test.
 NO_TESTS = 5
@@ -61,7 +87,7 @@ PROGRESS_LINE = re.compile(r"^(?:\S+\.py\s+)?([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
 
 @dataclass
 class Step:
-    """One pytest run of a lane: its name (and log's), arguments and environment."""
+    """One pytest run: its name (and log's), arguments and environment."""
 
     name: str
     args: list[str]
@@ -75,18 +101,22 @@ class Step:
     def log(self) -> Path:
         return LOGS / f"suite-{self.name}.log"
 
-    def start(self, beside: bool) -> None:
+    def start(self) -> None:
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *self.args]
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 command,
                 cwd=ROOT,
-                env={**os.environ, **self.env},
+                env={**os.environ, "LATECOMER_TEST_RUN": self.name, **self.env},
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=(lambda: os.nice(19)) if beside else None,
             )
         self.started = time.monotonic()
+        print(f"suite: {self.name} started, output in {self.log.relative_to(ROOT)}", flush=True)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.poll() is None
 
     def poll(self) -> int | None:
         if self.process is None:
@@ -107,78 +137,44 @@ class Step:
         """The step's summary: from pytest's time-per-file section (or its
         failures, or its short summary, when it printed any) to the end."""
         text = self.log.read_text(errors="replace") if self.log.exists() else "(not run)"
-        marks = [
-            text.rfind(mark) for mark in ("= FAILURES =", "= ERRORS =", "time per test file", "short test summary")
-        ]
+        marks = [text.rfind(mark) for mark in SUMMARY_MARKS]
         start = min((m for m in marks if m >= 0), default=max(0, len(text) - 4000))
         return text[text.rfind("\n", 0, start) + 1 :].rstrip()
 
 
-@dataclass
-class Lane:
-    """Steps run one after the other; ``beside``: at the lowest CPU priority
-    (nice 19), on what the other lane leaves idle. A step runs whether or not
-    the one before it passed, so one failure does not hide another's result."""
-
-    name: str
-    steps: list[Step]
-    beside: bool = False
-    started: float = 0.0
-
-    def start(self) -> None:
-        self.started = time.monotonic()
-        self._next()
-
-    def _next(self) -> None:
-        step = next((step for step in self.steps if step.process is None), None)
-        if step is not None:
-            step.start(self.beside)
-            print(f"suite: {step.name} started, output in {step.log.relative_to(ROOT)}", flush=True)
-
-    def poll(self) -> bool:
-        """Whether every step has finished (starting the next when one has)."""
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
-        if running is not None:
-            return False
-        if any(step.process is None for step in self.steps):
-            self._next()
-            return False
-        return True
-
-    def progress(self) -> str:
-        running = next((step for step in self.steps if step.process is not None and step.poll() is None), None)
-        if running is not None:
-            return running.finished_tests()
-        return f"{self.name} done in {time.monotonic() - self.started:.0f} s"
-
-    def codes(self) -> list[int]:
-        return [step.poll() or 0 for step in self.steps]
-
-    def terminate(self) -> None:
-        for step in self.steps:
-            if step.process is not None and step.process.poll() is None:
-                step.process.terminate()
+def start_next(steps: Sequence[Step]) -> bool:
+    """Start the next step not yet started while fewer than WORKERS run;
+    whether every step has finished."""
+    while sum(step.running for step in steps) < WORKERS:
+        waiting = next((step for step in steps if step.process is None), None)
+        if waiting is None:
+            break
+        waiting.start()
+    return all(step.poll() is not None for step in steps)
 
 
-def adapter_step(table_format: str, target: str = "session") -> Step:
+def adapter_step(table_format: str, target: str = "session", leave_out: Sequence[str] = ()) -> Step:
     """dbt's adapter conformance suite (tests/adapter) on one format and target."""
     name = f"adapter-{table_format}" + ("" if target == "session" else f"-{target}")
-    return Step(name, ["tests/adapter"], {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target})
+    args = ["tests/adapter", *(f"--ignore={path}" for path in leave_out)]
+    return Step(name, args, {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target})
 
 
-def lanes(args: Sequence[str]) -> list[Lane]:
-    """Iceberg's whole suite, then dbt's basic adapter suite on the Thrift target;
-    beside it, Delta's core scenarios, then the adapter suite on Delta and on
-    Iceberg (session target). The lanes take about as long.
-    With arguments (``-k``, files) only the project's suite runs, on both formats."""
+def planned_steps(args: Sequence[str]) -> list[Step]:
+    """The steps, the longest first (the module's docstring). With arguments
+    (``-k``, files) only the project's suite runs, on both formats."""
     files = [arg for arg in args if arg.endswith(".py") or "::" in arg]
-    iceberg = Step("iceberg", list(args), {"LATECOMER_TEST_FORMAT": "iceberg"})
+    iceberg_env = {"LATECOMER_TEST_FORMAT": "iceberg"}
     delta = Step("delta", list(args) if files else [*args, *DELTA_SCENARIOS], {"LATECOMER_TEST_FORMAT": "delta"})
     if args:
-        return [Lane("iceberg", [iceberg]), Lane("delta", [delta], beside=True)]
+        return [Step("iceberg", list(args), iceberg_env), delta]
     return [
-        Lane("iceberg", [iceberg, adapter_step("iceberg", "thrift")]),
-        Lane("delta", [delta, adapter_step("delta"), adapter_step("iceberg")], beside=True),
+        Step("iceberg", ["tests/pytest", *(f"--ignore={path}" for path in PROCESS_TESTS)], iceberg_env),
+        delta,
+        adapter_step("delta", leave_out=ADAPTER_FORMAT_NEUTRAL),
+        Step("iceberg-processes", list(PROCESS_TESTS), iceberg_env),
+        adapter_step("iceberg"),
+        adapter_step("iceberg", "thrift"),
     ]
 
 
@@ -186,22 +182,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     LOGS.mkdir(exist_ok=True)
     started = time.monotonic()
-    suite = lanes(args)
-    for lane in suite:
-        lane.start()
+    steps = planned_steps(args)
     report_at = started + PROGRESS_EVERY_S
     try:
-        while not all([lane.poll() for lane in suite]):
+        while not start_next(steps):
             time.sleep(1)
             if time.monotonic() >= report_at:
                 report_at += PROGRESS_EVERY_S
                 elapsed = (time.monotonic() - started) / 60
-                print(f"suite: {elapsed:.0f} min: " + "; ".join(lane.progress() for lane in suite), flush=True)
+                running = [step.finished_tests() for step in steps if step.running]
+                print(f"suite: {elapsed:.0f} min: " + "; ".join(running), flush=True)
     except KeyboardInterrupt:
-        for lane in suite:
-            lane.terminate()
+        for step in steps:
+            if step.running and step.process is not None:
+                step.process.terminate()
         raise
-    steps = [step for lane in suite for step in lane.steps]
     for step in steps:
         print(f"\n===== {step.name}: {step.log.relative_to(ROOT)} =====\n{step.summary()}")
     print("\nsuite: " + "; ".join(f"{step.name} {outcome(step.code)} in {step.seconds or 0:.0f} s" for step in steps))

@@ -155,13 +155,15 @@
 
 
 {#- on-run-end: publish the run's staged tables, then (when they were
-    published) write the run's change manifest and digest. -#}
+    published) write the run's change manifest and digest, and on a shared
+    catalog pin the readers' views to them (reader_views.sql). -#}
 {% macro publish_run(results) %}
     {%- if not execute or flags.WHICH not in ('build', 'run') -%}{{ return('') }}{%- endif -%}
     {%- set published = finish_staged_publication(results) -%}
     {%- set holds = run_holds() -%}
     {%- if published -%}
         {%- do write_change_manifest(holds) -%}
+        {%- do publish_reader_views() -%}
     {%- endif -%}
     {%- do report_publication_holds(holds) -%}
     {{ return('') }}

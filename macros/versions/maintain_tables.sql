@@ -23,7 +23,7 @@
     {%- set dry_run = (dry_run | string | lower) in ('true', '1', 'yes') -%}
     {%- set models = [models] if models is string else models -%}
     {%- if not dry_run -%}
-        {%- do acquire_run_lock('dbt run-operation maintain_tables') -%}
+        {%- do acquire_run_lock('dbt run-operation maintain_tables', 'maintain') -%}
     {%- endif -%}
     {%- set hours = version_retention_hours() -%}
     {%- set now_sql = checked_version_timestamp(now) if now is not none else 'current_timestamp()' -%}

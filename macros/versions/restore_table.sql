@@ -19,7 +19,7 @@
 {% macro restore_table(model=none, version=none, as_of_time=none, invocation_id=none, reason=none) %}
     {%- set request = adapter.restore_request(model, version, as_of_time, invocation_id, reason, restorable_models()) -%}
     {%- if request.error -%}{{ exceptions.raise_compiler_error(request.error) }}{%- endif -%}
-    {%- do acquire_run_lock('dbt run-operation restore_table') -%}
+    {%- do acquire_run_lock('dbt run-operation restore_table', 'restore') -%}
     {%- set relation = versioned_model_relation(model) -%}
     {%- set versions = table_versions(relation) -%}
     {%- if request.selector == 'version' -%}

@@ -34,8 +34,9 @@
     (run_scope_predicate's pending_for). Only the arrival dates that
     unsettled_arrival_dates finds are scanned, for the consumer's two key
     columns; none at all when every date is settled.
-    The run lock keeps ingests out while a build runs, so the log cannot gain
-    a file between the tests and the consumer. -#}
+    A file landed after the first ask (on a shared catalog landings append
+    while a build runs) is not in the list the tests and the consumer share:
+    the next build reads it. -#}
 {% macro unread_ingestions(consumer, feed) %}
     {%- set key = ('unread_ingestions:' ~ consumer.schema ~ '.' ~ consumer.identifier ~ ':' ~ feed) | lower -%}
     {%- set dates = unsettled_arrival_dates(consumer, feed, key) -%}

@@ -385,6 +385,12 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
                 "spark.sql.catalog.spark_catalog.type": "hive",
             }
         )
+        if metastore_uri:
+            # Other processes commit to the tables too: every query loads a
+            # table's current metadata (Iceberg's table cache would keep it,
+            # tags included, for 30 s), so the readers' views read the
+            # publication their pointer names (python_jobs/core/reader_views.py).
+            conf["spark.sql.catalog.spark_catalog.cache-enabled"] = "false"
     else:
         conf.update(
             {

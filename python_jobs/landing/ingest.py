@@ -820,7 +820,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     settings = IngestSettings(schema=args.schema, table_format=args.table_format)
     lock = run_lock.acquire_for_tool(
-        "ingest", args.schema, f"ingest of {len(paths)} {args.feed} file(s) from {source_system}"
+        "ingest",
+        args.schema,
+        f"ingest of {len(paths)} {args.feed} file(s) from {source_system}",
+        run_lock.Operation.LANDING,
     )
     if isinstance(lock, int):
         return lock

@@ -279,7 +279,9 @@ def holds_command(spark: SparkSession, args: argparse.Namespace) -> int:
     if not args.hold_id or not (args.reason or "").strip():
         print("steward: error: holds approve|reject needs --reason and a HOLD_ID", file=sys.stderr)
         return 2
-    lock = run_lock.acquire_for_tool("steward", args.schema, f"steward holds {args.decision} {args.hold_id}")
+    lock = run_lock.acquire_for_tool(
+        "steward", args.schema, f"steward holds {args.decision} {args.hold_id}", run_lock.Operation.STEWARD
+    )
     if isinstance(lock, int):
         return lock
     try:
@@ -334,7 +336,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("steward: error: --reason must not be empty", file=sys.stderr)
         return 2
     lock = run_lock.acquire_for_tool(
-        "steward", args.schema, f"steward {args.command} of {len(args.bronze_row_ids)} row(s)"
+        "steward",
+        args.schema,
+        f"steward {args.command} of {len(args.bronze_row_ids)} row(s)",
+        run_lock.Operation.STEWARD,
     )
     if isinstance(lock, int):
         return lock

@@ -72,7 +72,6 @@ import pwd
 import re
 import secrets
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -86,12 +85,11 @@ from typing import TextIO
 from xml.sax.saxutils import escape
 
 from python_jobs.core.spark_config import REPO_ROOT, local_folder, private_dir, state_dir, warehouse_location
-from python_jobs.operations.thrift_server import java_executable, port_in_use, process_alive
+from python_jobs.operations.thrift_server import java_executable, port_in_use, process_alive, runs_class, terminate
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 9083
 DEFAULT_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
 PROG = "python -m python_jobs.operations.metastore"
 DB_NAME = "metastore"
 DB_USER = "latecomer"
@@ -616,17 +614,6 @@ def ensure_schema(home: Path, files: Files, out: TextIO) -> None:
     say(out, f"metastore: Hive metastore schema created in {time.monotonic() - started:.1f}s")
 
 
-def is_service(pid: int) -> bool:
-    """Guard against a recycled pid: the process must run the service's class."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if not cmdline.parent.exists():
-        return True
-    try:
-        return MAIN_CLASS.encode() in cmdline.read_bytes()
-    except OSError:
-        return False
-
-
 def read_pid_file(files: Files) -> Running | None:
     """The running service recorded in the pid file, or None (a stale file is removed)."""
     try:
@@ -636,7 +623,7 @@ def read_pid_file(files: Files) -> Running | None:
     except ValueError:
         files.pid_file.unlink(missing_ok=True)
         return None
-    if process_alive(pid) and is_service(pid):
+    if process_alive(pid) and runs_class(pid, MAIN_CLASS):
         return Running(pid, port)
     files.pid_file.unlink(missing_ok=True)
     return None
@@ -695,20 +682,6 @@ def service_port(requested: int | None) -> int:
             )
         return requested
     return free_port() if port_in_use(DEFAULT_PORT) else DEFAULT_PORT
-
-
-def terminate(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM the service's process group, SIGKILL it if it lingers."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not process_alive(pid):
-                return
-            time.sleep(0.2)
 
 
 def launch(home: Path, files: Files, port: int, out: TextIO, timeout_s: float) -> Running:

@@ -30,7 +30,11 @@ unset) admits a single process: while the server runs, no other Spark process
 (``python -m python_jobs.landing.ingest``, ``dbt --target local``, pytest's session)
 can use the same state dir, and the server cannot start while one of them holds
 it. Land data before ``start`` or after ``stop``, or give each its own
-``LATECOMER_STATE_DIR``.
+``LATECOMER_STATE_DIR``. With a shared catalog (``LATECOMER_METASTORE_URI``
+set for the server and every other process; docs/shared-catalog.md) the
+server runs beside builds, landings and steward decisions, and BI readers
+query ``<schema>_published``, whose views read one published run in every
+table of a query (python_jobs/core/reader_views.py).
 """
 
 from __future__ import annotations
@@ -263,13 +267,13 @@ def process_alive(pid: int) -> bool:
         return True
 
 
-def is_thrift_server(pid: int) -> bool:
-    """Guard against a recycled pid: the process must run HiveThriftServer2."""
+def runs_class(pid: int, main_class: str) -> bool:
+    """Guard against a recycled pid: the process must run ``main_class`` (a JVM's main class)."""
     cmdline = Path(f"/proc/{pid}/cmdline")
     if not cmdline.parent.exists():
         return True  # no /proc (macOS): trust the pid file
     try:
-        return MAIN_CLASS.encode() in cmdline.read_bytes()
+        return main_class.encode() in cmdline.read_bytes()
     except OSError:
         return False
 
@@ -284,7 +288,7 @@ def read_pid_file(files: ServerFiles) -> Running | None:
     except (ValueError, IndexError):
         files.pid_file.unlink(missing_ok=True)
         return None
-    if process_alive(running.pid) and is_thrift_server(running.pid):
+    if process_alive(running.pid) and runs_class(running.pid, MAIN_CLASS):
         return running
     files.pid_file.unlink(missing_ok=True)
     return None
@@ -319,7 +323,7 @@ def startup_failure(files: ServerFiles, log_offset: int, returncode: int | None)
 
 
 def terminate(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM the server's process group, SIGKILL it if it lingers."""
+    """SIGTERM the process group of ``pid`` (a server started in a session of its own), SIGKILL it if it lingers."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pid, sig)

@@ -94,34 +94,31 @@ class SparkTypes:
         ]
 
 
+def wrong_order_and_name(wrong_order_sql: str, wrong_name_sql: str) -> dict[str, str]:
+    """A columns-equal case's models: one with the contract's columns in another order, one with a wrong name."""
+    return {
+        "my_model_wrong_order.sql": wrong_order_sql,
+        "my_model_wrong_name.sql": wrong_name_sql,
+        "constraints_schema.yml": constraints_yml,
+    }
+
+
 class TestTableConstraintsColumnsEqual(SparkTypes, BaseTableConstraintsColumnsEqual):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": my_model_wrong_order_sql,
-            "my_model_wrong_name.sql": my_model_wrong_name_sql,
-            "constraints_schema.yml": constraints_yml,
-        }
+        return wrong_order_and_name(my_model_wrong_order_sql, my_model_wrong_name_sql)
 
 
 class TestViewConstraintsColumnsEqual(SparkTypes, BaseViewConstraintsColumnsEqual):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": my_model_view_wrong_order_sql,
-            "my_model_wrong_name.sql": my_model_view_wrong_name_sql,
-            "constraints_schema.yml": constraints_yml,
-        }
+        return wrong_order_and_name(my_model_view_wrong_order_sql, my_model_view_wrong_name_sql)
 
 
 class TestIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstraintsColumnsEqual):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
-        return {
-            "my_model_wrong_order.sql": my_model_incremental_wrong_order_sql,
-            "my_model_wrong_name.sql": my_model_incremental_wrong_name_sql,
-            "constraints_schema.yml": constraints_yml,
-        }
+        return wrong_order_and_name(my_model_incremental_wrong_order_sql, my_model_incremental_wrong_name_sql)
 
 
 class TestTableConstraintsDdlEnforcement(BaseConstraintsRuntimeDdlEnforcement):

@@ -51,33 +51,17 @@ class TestMicrobatchEmptiedBatches:
 
         # Every event of 2020-01-02 deleted: its batch has no row and must leave none.
         project.run_sql(f"delete from {input_model} where id = 2")
-        with patch_microbatch_end_time("2020-01-03 13:57:00"):
-            run_dbt(
-                [
-                    "run",
-                    "--select",
-                    "microbatch_model",
-                    "--event-time-start",
-                    "2020-01-02",
-                    "--event-time-end",
-                    "2020-01-03",
-                ]
-            )
+        rerun_batches("2020-01-02", "2020-01-03")
         assert self.rows(project, "microbatch_model") == [(1, "2020-01-01"), (3, "2020-01-03")]
 
         # The event of 2020-01-03 corrected into 2020-01-01: both days' batches
         # run again; the 3rd's is empty and must leave no row.
         project.run_sql(f"update {input_model} set event_time = TIMESTAMP '2020-01-01 12:00:00-0' where id = 3")
-        with patch_microbatch_end_time("2020-01-03 13:57:00"):
-            run_dbt(
-                [
-                    "run",
-                    "--select",
-                    "microbatch_model",
-                    "--event-time-start",
-                    "2020-01-01",
-                    "--event-time-end",
-                    "2020-01-04",
-                ]
-            )
+        rerun_batches("2020-01-01", "2020-01-04")
         assert self.rows(project, "microbatch_model") == [(1, "2020-01-01"), (3, "2020-01-01")]
+
+
+def rerun_batches(start: str, end: str) -> None:
+    """The microbatch model's batches from ``start`` to ``end`` run again, as a backfill does."""
+    with patch_microbatch_end_time("2020-01-03 13:57:00"):
+        run_dbt(["run", "--select", "microbatch_model", "--event-time-start", start, "--event-time-end", end])

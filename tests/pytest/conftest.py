@@ -47,7 +47,10 @@ TEST_TARGET = {"iceberg": "local", "delta": "delta"}[TEST_FORMAT]
 # per format, Delta's split across pytest-xdist workers. Each keeps its own
 # dbt target and log folders, those of the commands the tests call (the
 # steward's replay) included: dbt reads these two variables.
-RUN_NAME = "-".join(filter(None, (TEST_FORMAT, os.environ.get("PYTEST_XDIST_WORKER"))))
+# LATECOMER_TEST_RUN names a run when two run on one format at once.
+RUN_NAME = "-".join(
+    filter(None, (os.environ.get("LATECOMER_TEST_RUN") or TEST_FORMAT, os.environ.get("PYTEST_XDIST_WORKER")))
+)
 TARGET_DIR = ROOT / "target" / f"pytest-{RUN_NAME}"
 os.environ["DBT_TARGET_PATH"] = str(TARGET_DIR / "commands")
 os.environ["DBT_LOG_PATH"] = str(ROOT / "logs" / f"pytest-{RUN_NAME}")

@@ -5,7 +5,10 @@
     they disagree.
 
     In a build (data_tests: run) bronze and the ledger are compared on the
-    arrival-date partitions the build read; the silver and quarantine totals,
+    arrival-date partitions the build read, file by file: the bronze rows of
+    the files the ledger holds rows of. A file landed while the build ran (on
+    a shared catalog landings append beside a build) is the next build's,
+    which consumes files by identity. The silver and quarantine totals,
     which need whole tables, are compared by `dbt test` (data_tests: all). -#}
 -- depends_on: {{ ref("silver_events") }}, {{ ref("silver_quarantine") }}
 {%- set whole_tables = data_tests_scope() == 'all' %}
@@ -16,12 +19,19 @@ run_partitions as (  -- noqa: ST03
     select distinct arrival_date from {{ ref('silver_event_arrivals') }}
     where ledger_run_at = {{ run_ts() }}
 ),
+
+ledger_files as (  -- noqa: ST03
+    select distinct ingestion_id from {{ ref('silver_event_arrivals') }}
+    where arrival_date in (select run_partitions.arrival_date from run_partitions)
+),
 {%- endif %}
 
 bronze as (
     select count(*) as bronze_rows from {{ ref('stg_bronze_events') }}
     {%- if not whole_tables %}
-    where arrival_date in (select run_partitions.arrival_date from run_partitions)
+    where
+        arrival_date in (select run_partitions.arrival_date from run_partitions)
+        and ingestion_id in (select ledger_files.ingestion_id from ledger_files)
     {%- endif %}
 ),
 

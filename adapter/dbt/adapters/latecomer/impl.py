@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from dbt.adapters.latecomer.scheduling import use_thread_pool
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.clients.agate_helper import table_from_data_flat
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from python_jobs.core import (
@@ -34,6 +35,7 @@ from python_jobs.core import (
     gate,
     holds,
     publication,
+    reader_views,
     run_clock,
     run_lock,
     run_vars,
@@ -407,14 +409,16 @@ class LatecomerAdapter(SparkAdapter):
         return super().pre_model_hook(config)
 
     @available
-    def acquire_run_lock(self, what: str) -> str:
-        """Take the deployment's run lock (python_jobs.core.run_lock) for this invocation.
+    def acquire_run_lock(self, what: str, operation: str = "build") -> str:
+        """Take the deployment's run locks (python_jobs.core.run_lock) for this invocation.
 
-        Called by the first on-run-start hook and by the run-operations that
-        write; ``release_run_lock`` (the last on-run-end hook) frees it, and so
-        does the end of the process. A lock this process still holds for an
-        earlier invocation (one that failed before its on-run-end) is released
-        first; one this invocation holds already is kept.
+        Called by the first on-run-start hook (``operation`` build) and by the
+        run-operations that write (``restore``, ``maintain``: on a shared
+        catalog they hold the bronze append lock too, which landings take);
+        ``release_run_lock`` (the last on-run-end hook) frees them, and so
+        does the end of the process. Locks this process still holds for an
+        earlier invocation (one that failed before its on-run-end) are
+        released first; the ones this invocation holds already are kept.
         """
         schema = self.config.credentials.schema
         invocation = get_invocation_id()
@@ -426,7 +430,7 @@ class LatecomerAdapter(SparkAdapter):
             if held is not None:
                 held[1].release()
             try:
-                lock = run_lock.acquire(schema, what)
+                lock = run_lock.acquire_for(run_lock.Operation[operation.upper()], schema, what)
             except run_lock.RunLockError as error:
                 raise _failed(error) from None
             _run_locks[schema.lower()] = (invocation, lock)
@@ -529,6 +533,77 @@ class LatecomerAdapter(SparkAdapter):
         self._staged.pop(get_invocation_id(), None)
         super().execute(_wap_branch_sql(None))
         return ""
+
+    @available
+    def reader_views_enabled(self) -> bool:
+        """Whether builds publish readers' views (python_jobs.core.reader_views):
+        on a shared catalog, where readers query while builds publish."""
+        return run_lock.shared_catalog()
+
+    @available
+    def publish_reader_views(self, relations: Any, invocation_id: str) -> str:
+        """Move the readers' slots of ``relations`` (the published tables) to their
+        current versions, then the pointer (python_jobs.core.reader_views), for the
+        run of ``invocation_id``; returns what was done, for the log."""
+        table_format = self.config.credentials.table_format
+        schema = self.config.credentials.schema
+        sources = {str(relation.identifier).lower(): str(relation) for relation in relations}
+        versions = {}
+        for table, source in sources.items():
+            version = self._current_version(source, table_format)
+            if version is not None:
+                versions[table] = version
+        if not versions:
+            return "Reader views: no published table"
+        published = reader_views.published_schema(schema)
+        self.execute(f"create schema if not exists {published}")
+        self.execute(reader_views.pointer_table_sql(schema, table_format))
+        _, rows = self.execute(reader_views.last_publication_sql(schema), fetch=True)
+        current = reader_views.parse_pointer([dict(zip(rows.column_names, row, strict=True)) for row in rows.rows])
+        # Queries that may still read the slots this publication reuses read a
+        # publication before the last one: they were planned before it took effect.
+        time.sleep(reader_views.seconds_to_wait_before_slots(current, time.time()))
+        new = reader_views.next_publication(current, publication.run_branch(invocation_id), versions)
+        narrowed = []
+        for table in sorted(new.versions):
+            source, version = sources[table], new.versions[table]
+            is_new = current is None or table not in current.versions
+            if table_format != "delta":
+                if is_new:
+                    # Both slots hold the table as it is now, so a query naming the
+                    # current publication reads it too.
+                    self.execute(reader_views.tag_sql(source, new.seq - 1, version))
+                self.execute(reader_views.tag_sql(source, new.seq, version))
+                self.execute(reader_views.iceberg_view_sql(schema, table, source))
+                continue
+            table_slots = reader_views.slots(current, new, table)
+            try:
+                self.execute(reader_views.delta_view_sql(schema, table, source, table_slots))
+            except DbtDatabaseError:
+                if len(table_slots) == 1:
+                    raise
+                # The columns changed since the current publication: the new slot only.
+                self.execute(
+                    reader_views.delta_view_sql(schema, table, source, reader_views.fallback_slots(table_slots))
+                )
+                narrowed.append(table)
+        # It takes effect once every query that loaded a slot before it moved has been planned.
+        now = time.time()
+        moved = reader_views.Publication(new.seq, new.run, now, new.versions, now + reader_views.lag_seconds())
+        self.execute(reader_views.pointer_sql(schema, moved))
+        return f"Reader views: publication {moved.seq} ({len(moved.versions)} table(s)) readable in {published}" + (
+            f"; columns changed, new slot only: {', '.join(narrowed)}" if narrowed else ""
+        )
+
+    def _current_version(self, relation: str, table_format: str) -> str | None:
+        """The version readers are pinned to: Iceberg's ``main`` snapshot id, Delta's latest version."""
+        if table_format == "delta":
+            _, table = self.execute(f"describe history {relation} limit 1", fetch=True)
+            column = list(table.column_names).index("version")
+        else:
+            _, table = self.execute(f"select snapshot_id from {relation}.refs where name = 'main'", fetch=True)
+            column = 0
+        return str(table.rows[0][column]) if table.rows else None
 
     @available
     def code_version(self) -> str | None:

@@ -1,0 +1,17 @@
+{#- Readers' views (python_jobs/core/reader_views.py): on a shared catalog,
+    after a run's gold is published, every published table's view in
+    <schema>_published gets a slot at its current version, and the
+    publication is logged, so a query reads one run in every table it
+    touches. The procedure is adapter.publish_reader_views; this macro lists
+    the tables. -#}
+{% macro publish_reader_views() %}
+    {%- if not execute or not adapter.reader_views_enabled() -%}{{ return('') }}{%- endif -%}
+    {%- set relations = [] -%}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and (node.config.meta or {}).get('staged_publication', false) -%}
+        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+        {%- if relation is not none and not relation.is_view -%}{%- do relations.append(relation) -%}{%- endif -%}
+    {%- endfor -%}
+    {{ log(adapter.publish_reader_views(relations, current_invocation_id()), info=true) }}
+    {{ return('') }}
+{% endmacro %}
