@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-peers bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -155,6 +155,20 @@ bench: install
 ## bench-smoke: the same at a tiny scale, both formats (what tests/pytest/test_bench_smoke.py checks on one)
 bench-smoke: install
 	$(BIN)/python -m tooling.bench --smoke $(BENCH_ARGS)
+
+# The benchmark's peers' own packages (SQLMesh), never the product's: a venv of their own
+# (tooling/bench/requirements-peers.txt), which the benchmark puts after its own on the path.
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed-$(shell sha1sum tooling/bench/requirements-peers.txt | cut -c1-12)
+
+$(PEERS_STAMP):
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tooling/bench/requirements-peers.txt
+	rm -f $(PEERS_VENV)/.installed-* && touch $@
+
+## bench-peers: the benchmark with SQLMesh's variant too (installs it in .venv-peers first)
+bench-peers: install $(PEERS_STAMP)
+	$(BIN)/python -m tooling.bench --variants incremental,lookback,full_refresh,floor,nothing_new,microbatch,sqlmesh $(BENCH_ARGS)
 
 ## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")
 bench-sweep: install

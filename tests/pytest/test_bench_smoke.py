@@ -7,7 +7,8 @@ static lookback (a copy of the project with tooling/bench/lookback.patch) its
 window plus those, the full refresh every date; the three give the same silver and gold; the floor
 (a plain PySpark job) merges the late batch into the same silver_events rows;
 a build with nothing new writes no table version; the incremental build reads
-only the late batch from bronze; results are written. On the suite's table
+only the late batch from bronze; stock dbt-spark's microbatch peer leaves
+wrong exactly the late dates before its lookback; results are written. On the suite's table
 format (LATECOMER_TEST_FORMAT: Iceberg, or Delta with its dbt target).
 
 The side-by-side report of both formats (tooling.bench.side_by_side) is
@@ -28,12 +29,14 @@ from tooling.bench.config import (
     CORE_MODELS,
     FLOOR,
     GOLD_MODEL,
+    MICROBATCH,
     NOTHING_NEW,
     SMOKE,
     SMOKE_SELECT,
     VARIANTS,
     BenchConfig,
 )
+from tooling.bench.microbatch import MODEL as MICROBATCH_MODEL
 from tooling.bench.project import apply_patch
 from tooling.bench.report import write_results
 from tooling.bench.runner import run_benchmark
@@ -152,6 +155,27 @@ def test_floor_merges_the_late_batch_like_dbt(bench_run):
     # Reads: the late batch from bronze, once; no dbt node.
     assert floor["reads"]["bronze_events"]["rows"] == report["late_batch"]["ingest"]["rows"]
     assert all(node.startswith("floor: ") for node in floor["queries"]["by_node"] if node != "(other)")
+
+
+def test_microbatch_peer_misses_the_late_dates_beyond_its_lookback(bench_run):
+    """Stock dbt-spark's microbatch run at the late batch's as-of recomputes
+    its lookback's batches only: every late date before them stays wrong, and
+    nothing else does."""
+    report = bench_run["report"]
+    run = run_of(report, MICROBATCH)
+    assert run["nodes"][MICROBATCH_MODEL]["batches"] == LOOKBACK_DAYS + 1
+    window_start = run["peer"]["window"][0][:10]
+    beyond = sorted(d for d in report["late_batch"]["dates"] if d < window_start)
+    assert beyond, "the late batch should reach beyond the microbatch lookback"
+    wrong = report["summary"][f"{MICROBATCH}_wrong"]
+    assert wrong["reference"] == "incremental"
+    assert wrong["date_values"] == {"beyond_lookback": beyond, "emptied": [], "other": []}
+    # It read the silver the dbt builds of the late batch made.
+    silver = report["late_batch"]["peer_silver"]
+    assert silver["silver_fingerprint"] == run_of(report, "incremental")["silver_fingerprint"]
+    # It wrote its own table only.
+    assert set(run["versions_written"]) == {MICROBATCH_MODEL}
+    assert "## The peers" in Path(bench_run["md"]).read_text()
 
 
 def test_nothing_new_writes_no_table_version(bench_run):

@@ -34,6 +34,18 @@ runs from the same starting tables:
   floor         the least work that applies the late batch, a plain PySpark
                 job, not dbt (tooling.bench.floor);
   nothing_new   `dbt build` with nothing landed since the initial build;
+  microbatch    a peer: gold daily revenue as a stock dbt-spark microbatch
+                model (tooling.bench.microbatch; batch_size day, lookback the
+                lookback variant's days), built by stock dbt-spark on this
+                session at the late batch's as-of, from the late batch's
+                silver; its gold is checked against the dbt builds' and the
+                event dates it leaves wrong are counted by cause;
+  sqlmesh       (only when --variants names it; make bench-peers) a peer: the
+                same as a SQLMesh INCREMENTAL_BY_TIME_RANGE model with the
+                same lookback on SQLMesh's Spark engine, this session, its
+                state in DuckDB (tooling.bench.sqlmesh_peer), from SQLMesh in
+                .venv-peers (tooling/bench/requirements-peers.txt), run as its
+                daily schedule would after the late batch landed;
   patched       (with --candidate-patch FILE) the incremental build of the
                 project with FILE applied: what a proposed change to the SQL
                 saves, and, through the fingerprints, that it changes no

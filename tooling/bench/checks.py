@@ -11,14 +11,16 @@ from tooling.bench.config import GOLD_MODEL
 from tooling.bench.state import TableFormat, TableState
 
 
-def gold_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
+def gold_fingerprint(spark: SparkSession, schema: str, table: str | None = None) -> dict[str, Any]:
+    """Rows, partitions and a digest of gold_daily_revenue's measures (or of
+    ``table``'s, a peer's table of the same columns)."""
     row = spark.sql(
         f"""
         select count(*) as rows, count(distinct event_date) as partitions,
                sum(orders) as orders, cast(sum(net_revenue) as string) as net_revenue,
                sum(hash(event_date, source_system, orders, gross_revenue, refunds, net_revenue))
                    as digest
-        from {schema}_gold.{GOLD_MODEL}
+        from {table or f"{schema}_gold.{GOLD_MODEL}"}
         """
     ).collect()[0]
     return row.asDict()

@@ -22,6 +22,7 @@ from tooling.bench.config import (
     FORMATS,
     LOOKBACK_PATCH,
     LOOKBACK_VAR,
+    OPTIONAL_VARIANTS,
     PATCHED,
     REPO_ROOT,
     RESULTS_DIR,
@@ -106,7 +107,9 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--variants",
         default=",".join(preset["variants"]),
-        help="comma-separated subset of " + ",".join(VARIANTS) + " (default %(default)s)",
+        help="comma-separated subset of "
+        + ",".join((*VARIANTS, *OPTIONAL_VARIANTS))
+        + " (default %(default)s; sqlmesh needs SQLMesh installed from tooling/bench/requirements-peers.txt)",
     )
     parser.add_argument(
         "--no-tests",
@@ -192,9 +195,9 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False, table_format
     if args.git_ref and args.project_source:
         raise SystemExit("bench: --git-ref and --project-source are exclusive")
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
-    unknown = [v for v in variants if v not in VARIANTS]
+    unknown = [v for v in variants if v not in (*VARIANTS, *OPTIONAL_VARIANTS)]
     if unknown:
-        raise SystemExit(f"bench: unknown variant(s) {unknown}; choose from {VARIANTS}")
+        raise SystemExit(f"bench: unknown variant(s) {unknown}; choose from {(*VARIANTS, *OPTIONAL_VARIANTS)}")
     if args.candidate_patch:
         variants += (PATCHED,)
     scale = Scale(

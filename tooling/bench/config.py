@@ -28,7 +28,17 @@ NOTHING_NEW = "nothing_new"
 LOOKBACK = "lookback"
 LOOKBACK_PATCH = Path(__file__).resolve().with_name("lookback.patch")
 LOOKBACK_VAR = "restate_lookback_days"
-VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW)
+# The peers (issue 50): what a user on Spark would run instead of latecomer.
+# microbatch: gold daily revenue as a stock dbt-spark microbatch model
+# (tooling.bench.microbatch), its own table, read from the late batch's silver.
+# sqlmesh: the same as a SQLMesh INCREMENTAL_BY_TIME_RANGE model on its Spark
+# engine (tooling.bench.sqlmesh_peer), from SQLMesh in a venv of its own
+# (tooling/bench/requirements-peers.txt): only when --variants names it.
+MICROBATCH = "microbatch"
+SQLMESH = "sqlmesh"
+PEERS = (MICROBATCH, SQLMESH)
+VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW, MICROBATCH)
+OPTIONAL_VARIANTS = (SQLMESH,)
 # The incremental build of the project with --candidate-patch applied, from the
 # same starting tables: what a proposed change saves, and that gold is unchanged.
 PATCHED = "patched"

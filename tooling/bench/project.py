@@ -72,6 +72,11 @@ def run_dbt(
     if broken:
         messages = [f"{r.node.name}: {r.message}" for r in results if str(r.status) not in ("success", "pass")]
         raise RuntimeError(f"dbt {' '.join(args)}: core model(s) {broken} did not build: {messages}")
+    # A failing data test is a wrong answer, not a slow one: the variant fails
+    # the benchmark, named with its message (issue 50).
+    failing = [f"{r.node.name}: {r.status}: {r.message}" for r in results if str(r.status) in ("fail", "error")]
+    if failing:
+        raise RuntimeError(f"dbt {' '.join(args)}: {len(failing)} node(s) failed: {failing}")
     # Exposures are reported as no-op: nothing runs for them.
     failed_nodes = [
         f"{r.node.name}: {r.status}"
@@ -79,7 +84,7 @@ def run_dbt(
         if str(r.status) not in ("success", "pass", "warn") and r.node.resource_type != "exposure"
     ]
     if failed_nodes:
-        cfg.log(f"bench: warning: {len(failed_nodes)} node(s) failed or were skipped: {failed_nodes}")
+        cfg.log(f"bench: warning: {len(failed_nodes)} node(s) were skipped: {failed_nodes}")
     nodes = {
         r.node.name: {
             "type": str(r.node.resource_type),

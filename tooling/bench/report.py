@@ -17,11 +17,15 @@ from tooling.bench.config import (
     GOLD_MODEL,
     LOOKBACK,
     LOOKBACK_VAR,
+    MICROBATCH,
     NOTHING_NEW,
     PATCHED,
+    PEERS,
     SAME_RESULT,
+    SQLMESH,
 )
 from tooling.bench.metrics import READ_TABLES, THREAD_ROLES
+from tooling.bench.microbatch import wrong_partitions
 
 
 @dataclass
@@ -47,6 +51,11 @@ class Measurement:
     floor: dict[str, Any] | None = None  # what the floor job did (tooling.bench.floor.FloorRun)
     # CPU of the run (tooling.bench.metrics.ProcessCounters).
     cpu: dict[str, float] = field(default_factory=dict)
+    # The dbt builds of the late batch and the peers: gold's measures per
+    # ``event_date|source_system`` (tooling.bench.microbatch.gold_measures).
+    gold_measures: dict[str, list] | None = None
+    # A peer's table and the batches it ran (tooling.bench.microbatch).
+    peer: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return self.__dict__
@@ -159,6 +168,7 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
             key: agree([getattr(m, key) for m in floor + incremental])
             for key in ("silver_fingerprint", "gold_fingerprint")
         }
+    summary |= check_peers(measurements)
     if "incremental" in summary:
         summary["ratios"] = {
             f"incremental/{other}": {
@@ -169,6 +179,31 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
             if other in summary
         }
     return summary
+
+
+def check_peers(measurements: Sequence[Measurement]) -> dict[str, Any]:
+    """Each peer's gold against the reference: the gold of the dbt builds of
+    the late batch (incremental first), which agree with each other and with
+    the floor (all_variants_same_gold, floor_same_as_incremental). Per peer,
+    the wrong partitions of its last run (tooling.bench.microbatch.wrong_partitions)
+    and whether every run of it came out the same."""
+    reference = next(
+        (m for variant in SAME_RESULT for m in measurements if m.variant == variant and m.gold_measures is not None),
+        None,
+    )
+    out: dict[str, Any] = {}
+    for peer in PEERS:
+        runs = [m for m in measurements if m.variant == peer and m.peer and m.gold_measures is not None]
+        if not runs or reference is None or reference.gold_measures is None:
+            continue
+        window_start = runs[-1].peer["window"][0][:10]  # type: ignore[index]
+        out[f"{peer}_wrong"] = {
+            "reference": reference.variant,
+            "runs_agree": agree(m.gold_fingerprint for m in runs),
+            "batches": next((n["batches"] for n in runs[-1].nodes.values() if n.get("batches") is not None), None),
+            **wrong_partitions(runs[-1].gold_measures or {}, reference.gold_measures, window_start),
+        }
+    return out
 
 
 def _mb(value: float | None) -> str:
@@ -202,6 +237,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "full_refresh": "full refresh",
         FLOOR: "floor",
         NOTHING_NEW: "nothing new",
+        MICROBATCH: f"dbt microbatch {lookback}d",
+        SQLMESH: f"SQLMesh {lookback}d",
         PATCHED: "incremental + "
         + ", ".join(Path(p).stem for p in report["git"].get("candidate_patches", {}) or ["patch"]),
     }
@@ -335,13 +372,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         ),
         *(
             [
-                "Nodes that failed or were skipped (data tests, or models off the late-arrival path; "
-                f"not fatal): {sorted({t for r in runs for t in r['failed_nodes']})}"
+                "Nodes skipped (models off the late-arrival path; a failing node fails the benchmark): "
+                f"{sorted({t for r in runs for t in r['failed_nodes']})}"
             ]
             if any(r["failed_nodes"] for r in runs)
             else []
         ),
         *_ratio_lines(summary.get("ratios", {}), labels),
+        *_peer_lines(summary, labels, report.get("late_batch", {})),
         "",
         "## Rows read per model (medians)",
         "",
@@ -387,6 +425,45 @@ def _ratio_lines(ratios: dict[str, dict[str, float | None]], labels: dict[str, s
         other = pair.split("/")[1]
         build, spark = fmt_times(values["build_seconds"]), fmt_times(values["spark_seconds"])
         lines.append(f"| {labels.get(other, other)} | {build} | {spark} | {fmt_times(values.get('cpu_seconds'))} |")
+    return lines
+
+
+def _peer_lines(summary: dict[str, Any], labels: dict[str, str], late_batch: dict[str, Any]) -> list[str]:
+    """The peers' time beside latecomer's gold model, and their wrong partitions."""
+    peers = [p for p in PEERS if p in summary]
+    if not peers:
+        return []
+    gold = summary.get("incremental", {}).get("models", {}).get(GOLD_MODEL)
+    lines = [
+        "",
+        "## The peers",
+        "",
+        "Each builds gold daily revenue alone, from silver_events with the late batch applied (the silver "
+        f"tables of the first incremental run); latecomer's incremental build spent {fmt_num(gold, 1)} s "
+        f"on {GOLD_MODEL}. Wrong partitions: the event dates where its gold differs from the reference (the "
+        "dbt builds of the late batch), by cause.",
+        "",
+        "| peer | build, s | Spark time, s | batches | wrong dates / total | wrong rows | beyond its lookback "
+        "| emptied batches | other | same gold every run |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for peer in peers:
+        s = summary[peer]
+        wrong = summary.get(f"{peer}_wrong") or {}
+        batches = wrong.get("batches")
+        lines.append(
+            f"| {labels.get(peer, peer)} | {fmt_num(s['build_seconds'], 1)} | {fmt_num(s['spark_seconds'], 1)} | "
+            f"{fmt_num(batches)} | {fmt_num(wrong.get('dates'))} / {fmt_num(wrong.get('dates_total'))} | "
+            f"{fmt_num(wrong.get('rows'))} | {fmt_num(wrong.get('beyond_lookback'))} | "
+            f"{fmt_num(wrong.get('emptied'))} | {fmt_num(wrong.get('other'))} | "
+            f"{ {True: 'yes', False: 'no', None: '-'}[wrong.get('runs_agree')] } |"
+        )
+        for cause in ("beyond_lookback", "emptied", "other"):
+            days = wrong.get("date_values", {}).get(cause)
+            if days:
+                lines.append(f"\n{labels.get(peer, peer)}, {cause.replace('_', ' ')}: {', '.join(days)}")
+    if late_batch.get("dates"):
+        lines.append(f"\nThe late batch's event dates: {', '.join(late_batch['dates'])}.")
     return lines
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pyspark.sql import SparkSession
 
+from tooling.bench import microbatch, sqlmesh_peer
 from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
@@ -22,9 +23,13 @@ from tooling.bench.config import (
     LOOKBACK,
     LOOKBACK_PATCH,
     LOOKBACK_VAR,
+    MICROBATCH,
     NOTHING_NEW,
     OWN_PROJECT,
+    PEERS,
     REPO_ROOT,
+    SAME_RESULT,
+    SQLMESH,
     BenchConfig,
 )
 from tooling.bench.floor import run_floor
@@ -34,6 +39,7 @@ from tooling.bench.machine import machine_info, peak_memory
 from tooling.bench.metrics import ProcessCounters, ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
+from tooling.bench.sqlmesh_peer import SqlmeshPeer
 from tooling.bench.state import TableFormat, TableState, layer_of, rewrite_stats
 from tooling.synthetic import History, generate
 
@@ -48,6 +54,13 @@ OPEN_GATE = {
     "max_total_change": 1e9,
     "max_row_change": 1e9,
 }
+
+
+# Where the peers' tables are: <schema>_<layer>.
+PEER_LAYERS = (microbatch.LAYER, sqlmesh_peer.PHYSICAL_LAYER)
+# The runs whose silver the peers start from: they write silver_events in
+# place (a full refresh recreates it, and the table it made is purged).
+PEER_SILVER = ("incremental", LOOKBACK)
 
 
 def bench_gate(cfg: BenchConfig) -> dict[str, Any]:
@@ -70,6 +83,7 @@ def measure_variant(
     variant: str,
     start: dict[str, TableState],
     late_ingest: dict[str, Any],
+    sqlmesh: SqlmeshPeer | None = None,
 ) -> Measurement:
     """Put every table back to ``start`` and run ``variant`` once."""
     scale = history.scale
@@ -79,6 +93,7 @@ def measure_variant(
     counters = ProcessCounters(spark)
     counters.start()
     floor = None
+    peer = None
     if variant == FLOOR:
         run = run_floor(
             spark,
@@ -91,6 +106,19 @@ def measure_variant(
         nodes = {step: {"type": FLOOR, "seconds": secs, "status": "success"} for step, secs in run.steps.items()}
         seconds, failed_nodes = run.seconds, []
         floor = asdict(run)
+    elif variant == MICROBATCH:
+        window = microbatch.batch_window(scale.late_as_of, cfg.lookback_days)
+        build = microbatch.run_microbatch(spark, cfg, scale.date_of(scale.first_day), *window)
+        seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
+        peer = {"table": microbatch.table_of(cfg.schema), "window": [w.isoformat() for w in window]}
+    elif variant == SQLMESH:
+        assert sqlmesh is not None
+        sqlmesh.put_back()
+        seconds, done = sqlmesh.run(spark, scale.late_as_of)
+        nodes = {sqlmesh_peer.MODEL: {"type": "model", "seconds": round(seconds, 3), "status": done["status"]}}
+        failed_nodes = []
+        first = sqlmesh_peer.window_start(scale.late_as_of, cfg.lookback_days)
+        peer = {"table": sqlmesh.view, "window": [first.isoformat(), done["execution_time"]], "run": done}
     else:
         # nothing_new repeats the initial build: the same data and the same
         # clock (a later as_of is new input: it moves statuses and the
@@ -113,7 +141,7 @@ def measure_variant(
     snapshots = {}
     for table in fmt.tables(cfg.schema):
         layer = layer_of(table, cfg.schema)
-        if layer not in ("silver", "gold"):
+        if layer not in ("silver", "gold") and not (variant in PEERS and layer in PEER_LAYERS):
             continue
         name = table.split(".")[1]
         before = start.get(table)
@@ -132,7 +160,7 @@ def measure_variant(
         tables=tables,
         bronze_read=reads["bronze_events"],
         reads=reads,
-        gold_fingerprint=gold_fingerprint(spark, cfg.schema),
+        gold_fingerprint=gold_fingerprint(spark, cfg.schema, peer["table"] if peer else None),
         silver_fingerprint=silver_fingerprint(spark, cfg.schema),
         spark_seconds=scans.last_queries["spark_seconds"],
         versions_written=fmt.versions_written(start, cfg.schema),
@@ -142,6 +170,13 @@ def measure_variant(
         failed_nodes=failed_nodes,
         floor=floor,
         cpu=cpu,
+        # What the peers' gold is checked against (report.summarize), per row.
+        gold_measures=(
+            microbatch.gold_measures(spark, peer["table"] if peer else f"{cfg.schema}_gold.{GOLD_MODEL}")
+            if variant in (*SAME_RESULT, *PEERS)
+            else None
+        ),
+        peer=peer,
     )
 
 
@@ -215,6 +250,21 @@ def run_benchmark(
     initial_vars = {"as_of": scale.initial_as_of.isoformat(), "publication_gate": bench_gate(cfg)}
     initial = run_dbt(cfg, "build", vars=initial_vars, spark=spark)
     initial_reads = scans.collect()
+    if MICROBATCH in cfg.variants:
+        # The peer's table, every day of the history: part of the starting tables.
+        first = scale.date_of(scale.first_day)
+        start_of_history = datetime.combine(first, datetime.min.time(), tzinfo=UTC)
+        peer_initial = microbatch.run_microbatch(spark, cfg, first, start_of_history, scale.initial_as_of)
+        log(f"bench: dbt microbatch peer, every day of the history: {peer_initial.seconds:.0f} s")
+    sqlmesh = None
+    if SQLMESH in cfg.variants:
+        first = scale.date_of(scale.first_day)
+        sqlmesh = SqlmeshPeer(
+            cfg.results_dir / f"sqlmesh-{cfg.schema}", cfg.schema, first, cfg.lookback_days, cfg.table_format
+        )
+        sqlmesh_seconds = sqlmesh.build(spark, scale.initial_as_of)
+        sqlmesh.capture()
+        log(f"bench: SQLMesh peer, every day of the history: {sqlmesh_seconds:.0f} s")
     # Every table, bronze too: nothing_new starts from here.
     baseline = fmt.capture(fmt.tables(cfg.schema, exclude_layers=()))
     events = ingest_history["rows"]
@@ -255,6 +305,19 @@ def run_benchmark(
         "dates": history.late_dates,
         "k": scale.k,
     }
+    if MICROBATCH in cfg.variants:
+        report["initial_load"]["microbatch_seconds"] = round(peer_initial.seconds, 3)
+    if sqlmesh is not None:
+        report["initial_load"]["sqlmesh_seconds"] = round(sqlmesh_seconds, 3)
+    # The peers read silver with the late batch applied: the silver tables of
+    # the first incremental (or lookback) run, or, when a peer runs before
+    # either, of latecomer's silver models run once for it, untimed.
+    peer_start: dict[str, TableState] | None = None
+
+    def capture_peer_start(source: str, silver: dict[str, Any]) -> dict[str, TableState]:
+        tables = [t for t in fmt.tables(cfg.schema) if layer_of(t, cfg.schema) == "silver"]
+        report["late_batch"]["peer_silver"] = {"from": source, "silver_fingerprint": silver}
+        return {**late_start, **fmt.capture(tables)}
 
     measurements: list[Measurement] = []
 
@@ -273,9 +336,16 @@ def run_benchmark(
         shift = repeat % len(cfg.variants)
         for variant in list(cfg.variants[shift:]) + list(cfg.variants[:shift]):
             log(f"bench: repeat {repeat + 1}/{cfg.repeat}: {variant}")
-            start = baseline if variant == NOTHING_NEW else late_start
-            m = measure_variant(spark, cfg, fmt, history, variant, start, landed.late_ingest)
+            if variant in PEERS and peer_start is None:
+                fmt.restore(late_start, cfg.schema)
+                gate = bench_gate(cfg)
+                microbatch.build_late_silver(cfg, {"as_of": scale.late_as_of.isoformat(), "publication_gate": gate})
+                peer_start = capture_peer_start("silver models", silver_fingerprint(spark, cfg.schema))
+            start = baseline if variant == NOTHING_NEW else peer_start if variant in PEERS else late_start
+            m = measure_variant(spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, sqlmesh)
             m.repeat = repeat + 1
+            if variant in PEER_SILVER and set(PEERS) & set(cfg.variants) and peer_start is None:
+                peer_start = capture_peer_start(variant, m.silver_fingerprint)
             gold = m.tables.get(GOLD_MODEL, {})
             log(
                 f"bench:   {m.seconds:.1f} s (Spark {m.spark_seconds:.1f} s), {GOLD_MODEL} partitions written "
