@@ -1,3 +1,9 @@
+{#- The revenue gold models' measures, in their column order
+    (python_jobs.core.constants.REVENUE_MEASURES is the same list). -#}
+{% macro revenue_measure_names() -%}
+    {{ return(['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
+{%- endmacro %}
+
 {#- Revenue measures of a set of silver events (deleted events already excluded). -#}
 {% macro revenue_measures() -%}
     count_if(event_type = 'order_placed') as orders,
@@ -37,7 +43,7 @@
     {%- set period = grain ~ '_start_date' -%}
     {%- set period_of = "cast(date_trunc('" ~ grain | upper ~ "', event_date) as date)" -%}
     {%- set booked_period_of = period_of | replace('event_date', 'booked_date') -%}
-    {%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] -%}
+    {%- set measures = revenue_measure_names() -%}
     with daily_changes as (
         select
             {{ period_of }} as period_date,

@@ -30,7 +30,7 @@
     (restore_table took the row back); otherwise unexplained, with zeros, so
     that the data test causes_sum_to_change names the step. -#}
 {% macro revenue_causes(gold, keys, window='source') -%}
-    {%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] -%}
+    {%- set measures = revenue_measure_names() -%}
     {%- set on_keys -%}
         {%- for key in keys %}{{ 'and ' if not loop.first }}{left}.{{ key }} = {right}.{{ key }} {% endfor -%}
     {%- endset -%}
@@ -182,6 +182,9 @@
         having moved.to_version <= moved.from_version or count(attributed.to_version) = 0
     ),
 
+    {#- One row per cause of a step. A rollup's contributions are its days'
+        causes, so a day's table_restore (after a --full-refresh, versions go
+        back too) and the rollup's own left over are the same cause. #}
     causes as (
         select
             {%- for key in keys %} {{ key }},{% endfor %}
@@ -189,13 +192,26 @@
             action,
             watermark_tier,
             change_reason,
-            events,
-            min_lateness_seconds,
-            max_lateness_seconds,
-            {{ measures | join(', ') }}
-        from attributed
-        union all
-        select * from left_over
+            sum(events) as events,
+            min(min_lateness_seconds) as min_lateness_seconds,
+            max(max_lateness_seconds) as max_lateness_seconds,
+            {%- for measure in measures %} sum({{ measure }}) as {{ measure }}{{ ',' if not loop.last }}{% endfor %}
+        from (
+            select
+                {%- for key in keys %} {{ key }},{% endfor %}
+                to_version,
+                action,
+                watermark_tier,
+                change_reason,
+                events,
+                min_lateness_seconds,
+                max_lateness_seconds,
+                {{ measures | join(', ') }}
+            from attributed
+            union all
+            select * from left_over
+        ) as step_causes
+        group by {% for key in keys %}{{ key }}, {% endfor %}to_version, action, watermark_tier, change_reason
     )
 
     select

@@ -34,7 +34,7 @@ recomputed as (
 ),
 
 final as (
-    {{ restate('recomputed', 'impacted', ['event_date', 'source_system'], ['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
+    {{ restate('recomputed', 'impacted', ['event_date', 'source_system'], revenue_measure_names()) }}
 )
 
 select * from final

@@ -21,7 +21,7 @@
 
 -- Read only when booking (the branch below): depends_on: {{ ref('silver_event_changes') }}, {{ ref('silver_events') }}, {{ ref('gold_daily_revenue') }}
 
-{%- set measures = ['orders', 'gross_revenue', 'refunds', 'net_revenue'] %}
+{%- set measures = revenue_measure_names() %}
 
 {%- if keeps_closed_partitions() %}
 

@@ -31,7 +31,7 @@ recomputed as (
 
 final as (
     {{ restate('recomputed', 'impacted', ['event_date', 'event_hour', 'source_system'],
-               ['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
+               revenue_measure_names()) }}
 )
 
 select * from final

@@ -86,7 +86,7 @@ recomputed as (
 
 final as (
     {{ restate('recomputed', 'impacted', ['event_date', 'tier', 'region'],
-               ['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
+               revenue_measure_names()) }}
 )
 
 select * from final
