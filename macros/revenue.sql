@@ -1,9 +1,3 @@
-{#- The revenue gold models' measures, in their column order
-    (python_jobs.core.constants.REVENUE_MEASURES is the same list). -#}
-{% macro revenue_measure_names() -%}
-    {{ return(['orders', 'gross_revenue', 'refunds', 'net_revenue']) }}
-{%- endmacro %}
-
 {#- Revenue measures of a set of silver events (deleted events already excluded). -#}
 {% macro revenue_measures() -%}
     count_if(event_type = 'order_placed') as orders,

@@ -38,7 +38,7 @@ def macro_value(path: str, name: str, *args: Any) -> Any:
 
 
 def test_the_revenue_measures_are_the_same_list_in_sql_and_python() -> None:
-    assert macro_value("macros/revenue.sql", "revenue_measure_names") == list(REVENUE_MEASURES)
+    assert macro_value("macros/revenue_measure_names.sql", "revenue_measure_names") == list(REVENUE_MEASURES)
 
 
 def test_no_revenue_model_or_macro_writes_the_list_out() -> None:
@@ -49,4 +49,4 @@ def test_no_revenue_model_or_macro_writes_the_list_out() -> None:
         for path in (ROOT / folder).rglob("*.sql")
         if spelled in path.read_text()
     ]
-    assert holders == ["macros/revenue.sql"]
+    assert holders == ["macros/revenue_measure_names.sql"]
