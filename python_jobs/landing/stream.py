@@ -252,9 +252,15 @@ def land_kafka_batch(
 
 
 def batch_files(batch: DataFrame) -> list[Path]:
-    """The local files of a folder stream's micro-batch, from its plan (their contents are not read)."""
+    """The local files of a folder stream's micro-batch.
+
+    Read from its lines' file names: the micro-batch's plan does not name its
+    files (``inputFiles()`` is empty), so an empty file, which has no line,
+    is not landed (a file ingest would log it with 0 lines).
+    """
+    names = batch.select(F.input_file_name().alias("file")).distinct().collect()
     paths = []
-    for location in sorted(batch.inputFiles()):
+    for location in sorted(row.file for row in names):
         path = local_folder(location)
         if path is None:
             raise StreamError(f"{location}: a folder stream lands local files only (the ingest hashes them)")
