@@ -10,7 +10,8 @@ SIGKILL at the failpoints between its commits, then started again. What
 bronze holds is read by another short process (stream_driver.py) and compared
 with what was produced, computed here from the messages themselves: every
 message exactly once, under its topic, partition and offset, malformed ones
-with their reasons. These runs also prove that Spark's Kafka connector 3.5.7
+with their reasons. The same events landed by the stream and as a file
+build the same silver and gold. These runs also prove that Spark's Kafka connector 3.5.7
 runs under the pinned PySpark 3.5.8 (no 3.5.8 connector is published).
 """
 
@@ -25,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         **os.environ,
         "LATECOMER_STATE_DIR": str(tmp_path_factory.mktemp("stream-state")),
         "LATECOMER_JVM_PROFILE": "short",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
 
 
@@ -260,3 +262,64 @@ def test_folder_stream_lands_each_file_once_across_a_kill(deployment: dict[str, 
         if line
     )
     assert Counter((r["source_file"], r["line_number"], r["raw_payload"], r["parse_error"]) for r in rows) == expected
+
+
+def events_for_a_build(now: datetime) -> list[str]:
+    """A till's recent events (within the first watermark tier): views, orders, a refund,
+    one event sent twice and one malformed line."""
+    kinds = [("page_view", None), ("order_placed", "25.50"), ("order_placed", "10.00"), ("refund", "10.00")]
+    lines = []
+    for n in range(12):
+        event_type, amount = kinds[n % len(kinds)]
+        record = {
+            "event_id": f"till-{n}",
+            "event_type": event_type,
+            "user_id": f"u{n % 3}",
+            "event_ts": (now - timedelta(minutes=40 - 3 * n)).isoformat(),
+        }
+        if amount is not None:
+            record["amount"] = amount
+        lines.append(json.dumps(record))
+    return [*lines, lines[2], MALFORMED[0][0]]
+
+
+def build_and_dump(env: dict[str, str], schema: str, steps: list[list[str]], work: Path) -> dict[str, Any]:
+    """Land (``steps``), ``dbt build`` and read silver and gold in one process (fault_driver.py)."""
+    plan = work / f"{schema}.json"
+    plan.write_text(json.dumps(steps))
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.pytest.fault_driver", str(plan)],
+        env={**env, "LATECOMER_SCHEMA": schema},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S * 2,
+        check=False,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    dumped = [line for line in result.stdout.splitlines() if line.startswith("DUMP ")]
+    return json.loads(dumped[-1].removeprefix("DUMP "))
+
+
+def test_a_stream_builds_the_same_gold_as_the_same_events_landed_as_a_file(
+    broker: Broker, deployment: dict[str, str], tmp_path: Path
+) -> None:
+    now = datetime.now(UTC)
+    lines = events_for_a_build(now)
+    topic = "till_events"
+    kafka_broker.create_topic(broker, topic, 3)
+    messages = [(f"till-{n}", line) for n, line in enumerate(lines)]
+    produce_at_once(broker, topic, [messages[0::2], messages[1::2]])
+    streamed = run_stream(
+        deployment, "--source", "till", "--kafka-bootstrap", broker.bootstrap, "--topic", topic, "--schema", "by_stream"
+    )
+    assert streamed.returncode == 0, streamed.stderr[-3000:]
+    as_of = (now + timedelta(minutes=5)).isoformat()
+    path = write_file(tmp_path, "till.ndjson", lines)
+    by_file = build_and_dump(
+        deployment, "by_file", [["ingest", "till", str(path), now.isoformat()], ["build", as_of], ["dump"]], tmp_path
+    )
+    by_stream = build_and_dump(deployment, "by_stream", [["build", as_of], ["dump"]], tmp_path)
+    assert by_file["gold"], "the events reach gold"
+    assert sorted(by_stream["gold"]) == sorted(by_file["gold"])
+    assert sorted(by_stream["silver"]) == sorted(by_file["silver"])
