@@ -35,10 +35,11 @@ recognises it:
   again finds its files landed (or completes an interrupted one), and a file
   landed by both the stream and ``ingest`` lands once.
 
-The stream holds the deployment's run lock (:mod:`python_jobs.core.run_lock`)
-as ``ingest`` does: for its whole run with ``available-now``; while landing
-each micro-batch with an interval, so builds run between batches (the stream
-waits for them).
+The stream holds a landing's locks (:mod:`python_jobs.core.run_lock`) as
+``ingest`` does: for its whole run with ``available-now``; while landing each
+micro-batch with an interval, waiting for a build that holds them. On a
+shared catalog a landing holds only the bronze append lock, so builds run
+while the stream lands.
 """
 
 from __future__ import annotations
@@ -405,8 +406,9 @@ def run_until_stopped(query: StreamingQuery, stop: StopRequest) -> None:
 
 
 def per_batch_lock(schema: str, what: str) -> Callable[[], run_lock.RunLock]:
+    """A landing's locks, taken for one micro-batch, waiting for a build that holds them."""
     wait = run_lock.wait_seconds() or SERVICE_LOCK_WAIT_S
-    return lambda: run_lock.acquire(schema, what, wait)
+    return lambda: run_lock.acquire_for(run_lock.Operation.LANDING, schema, what, wait)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -476,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     what = f"stream of {spec.feed.name} from {spec.source_system} ({spec.topic or spec.folder})"
     stop = StopRequest()
     stop.install()
-    whole_run = None if interval else run_lock.acquire_for_tool("stream", args.schema, what)
+    whole_run = None if interval else run_lock.acquire_for_tool("stream", args.schema, what, run_lock.Operation.LANDING)
     if isinstance(whole_run, int):
         return whole_run
     started = time.monotonic()
