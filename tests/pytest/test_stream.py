@@ -160,6 +160,8 @@ def assert_landed_exactly_once(
         assert log[iid]["rows_accepted"] + log[iid]["rows_flagged"] == count == log[iid]["lines_read"]
 
 
+# Exactly once rests on the table format's commits: on Delta too (make test-delta).
+@pytest.mark.each_format
 def test_kafka_stream_lands_every_message_once_across_kills(broker: Broker, deployment: dict[str, str]) -> None:
     topic, partitions = "pos_events", 3
     kafka_broker.create_topic(broker, topic, partitions)
@@ -238,6 +240,8 @@ def write_file(folder: Path, name: str, lines: Sequence[str]) -> Path:
     return path
 
 
+# Exactly once rests on the table format's commits: on Delta too (make test-delta).
+@pytest.mark.each_format
 def test_folder_stream_lands_each_file_once_across_a_kill(deployment: dict[str, str], tmp_path: Path) -> None:
     folder = tmp_path / "landing"
     folder.mkdir()
