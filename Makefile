@@ -12,7 +12,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
-# The table formats' jars (python_jobs/core/spark_config.py JARS), in the folder
+# The table formats' and connectors' jars (python_jobs/core/spark_config.py JARS), in the folder
 # the sessions read them from; the stamp is kept there, so a new folder is filled.
 JARS_DIR := $(or $(LATECOMER_JARS_DIR),jvm/jars)
 JARS_STAMP := $(JARS_DIR)/.fetched
@@ -26,7 +26,7 @@ $(STAMP):
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . -e ./adapter
 	rm -f $(VENV)/.installed-* && touch $@
 
-# Iceberg's and Delta's jars from the Maven registry, at their pinned versions
+# Iceberg's, Delta's and Spark's Kafka connector's jars from the Maven registry, at their pinned versions
 # and sha256 (python_jobs/operations/fetch_jars.py); jars already there are
 # checked, not fetched again. Fetched again when the pins change.
 $(JARS_STAMP): python_jobs/core/spark_config.py python_jobs/operations/fetch_jars.py | $(STAMP)
@@ -84,6 +84,14 @@ $(METASTORE_STAMP): jvm/metastore/pom.xml jvm/metastore/jars.sha256 $(wildcard j
 	$(BIN)/python -m python_jobs.operations.metastore fetch
 	touch $@
 
+# An Apache Kafka broker (jvm/kafka/pom.xml, checked against jars.sha256), resolved with Maven by
+# `python -m python_jobs.operations.kafka_broker fetch` for the streaming tests (tests/pytest/test_stream.py).
+KAFKA_HOME := $(or $(LATECOMER_KAFKA_HOME),jvm/build/kafka)
+KAFKA_STAMP := $(KAFKA_HOME)/.fetched
+$(KAFKA_STAMP): jvm/kafka/pom.xml jvm/kafka/jars.sha256 | $(STAMP)
+	$(BIN)/python -m python_jobs.operations.kafka_broker fetch
+	touch $@
+
 ## metastore-start, metastore-status, metastore-stop: the shared catalog, a Hive metastore service on a
 ##   PostgreSQL cluster in the state dir (docs/shared-catalog.md); start prints the LATECOMER_METASTORE_URI to use
 metastore-start metastore-status metastore-stop: install $(METASTORE_STAMP)
@@ -94,7 +102,7 @@ metastore-start metastore-status metastore-stop: install $(METASTORE_STAMP)
 ##   cluster, the shared catalog under load) and dbt's adapter conformance suite (session and Thrift targets), on
 ##   Delta Lake the core scenarios and the adapter suite; `make lint` beside them at the lowest CPU priority. A line
 ##   says when lint has finished, its output (target/lint.log) follows the tests', and either failing fails the target.
-test: install system $(METASTORE_STAMP)
+test: install system $(METASTORE_STAMP) $(KAFKA_STAMP)
 	@mkdir -p target
 	@( nice -n 19 $(MAKE) --no-print-directory lint > target/lint.log 2>&1 \
 		&& echo "make lint passed, beside the tests (target/lint.log)" \

@@ -13,7 +13,8 @@ first; when one ends the next starts:
                      but for ADAPTER_FORMAT_NEUTRAL;
   iceberg-processes  PROCESS_TESTS on Iceberg: the tests that start processes
                      of their own (the fault injection, the Thrift server, the
-                     shared catalog and its load test);
+                     shared catalog and its load test, the streams and their
+                     Kafka broker);
   adapter-iceberg    dbt's adapter suite on Iceberg, on the session target;
   adapter-iceberg-thrift  its basic suite on a Thrift server.
 
@@ -59,6 +60,7 @@ PROCESS_TESTS = (
     "tests/pytest/test_faults.py",
     "tests/pytest/test_shared_load.py",
     "tests/pytest/test_shared_metastore.py",
+    "tests/pytest/test_stream.py",
     "tests/pytest/test_thrift_server.py",
 )
 # dbt's conformance cases that run on Iceberg only: they read, list or show

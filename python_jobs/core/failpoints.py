@@ -11,6 +11,11 @@ Points:
 
 ``ingest:after_rows``
     The ingest's bronze rows are committed, its log row is not.
+``stream:after_rows``
+    A stream's micro-batch: its bronze rows are committed, its log row is not.
+``stream:after_batch``
+    A stream's micro-batch is landed (rows and log row), its checkpoint does
+    not record it yet: the restarted stream runs the batch again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import os
 import signal
 
 INGEST_AFTER_ROWS = "ingest:after_rows"
+STREAM_AFTER_ROWS = "stream:after_rows"
+STREAM_AFTER_BATCH = "stream:after_batch"
 
 
 def failpoint(name: str) -> None:

@@ -136,13 +136,17 @@ class SparkConfigError(RuntimeError):
 
 @dataclass(frozen=True)
 class Jar:
-    """A Maven artifact's jar, pinned to a version and to the sha256 of its bytes."""
+    """A Maven artifact's jar, pinned to a version and to the sha256 of its bytes.
+
+    ``used_by`` names what loads it: a table format (:data:`TABLE_FORMATS`) or
+    a connector (:data:`CONNECTORS`), which only the sessions that ask for it load.
+    """
 
     group: str
     artifact: str
     version: str
     sha256: str
-    table_format: str
+    used_by: str
 
     @property
     def coordinates(self) -> str:
@@ -188,8 +192,44 @@ JARS = (
         "45ad193053fd30cebe6d9ab1889873cde39b223a0f210e00ebee8b6642476901",
         "delta",
     ),
+    # Spark's Kafka source (python -m python_jobs.landing.stream) and what its
+    # pom declares beside Spark's own jars: the Kafka client 3.4.1 it is built
+    # against, commons-pool2 (its consumer pool), the token provider. No
+    # 3.5.8 connector exists on Maven Central, so this is 3.5.7's under
+    # PySpark 3.5.8 (a patch apart; the connector uses Spark's public source
+    # API): tests/pytest/test_stream.py streams from a real broker through it.
+    Jar(
+        "org.apache.spark",
+        "spark-sql-kafka-0-10_2.12",
+        "3.5.7",
+        "184f8bd4a3cd22299c49090d88b894f81fd7546b4ee64879519a0d76a685dbb8",
+        "kafka",
+    ),
+    Jar(
+        "org.apache.spark",
+        "spark-token-provider-kafka-0-10_2.12",
+        "3.5.7",
+        "9701914db5c6d09628b58d2d2c1ccd2c9ea28f32f83dd6cb21f98b8237531ff4",
+        "kafka",
+    ),
+    Jar(
+        "org.apache.kafka",
+        "kafka-clients",
+        "3.4.1",
+        "9d0a9058c8ede79db6e54ae378ed16fe8d1bead2894635a4aa6aa0b7981668c6",
+        "kafka",
+    ),
+    Jar(
+        "org.apache.commons",
+        "commons-pool2",
+        "2.11.1",
+        "ea0505ee7515e58b1ac0e686e4d1a5d9f7d808e251a61bc371aa0595b9963f83",
+        "kafka",
+    ),
 )
-FORMAT_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake"}
+# Connectors a session loads only when asked (get_spark(connectors=...)).
+CONNECTORS = ("kafka",)
+JAR_USER_NAMES = {"iceberg": "Iceberg", "delta": "Delta Lake", "kafka": "Spark's Kafka connector"}
 # Delta on a local master (a few cores, tables of a few files): a snapshot's
 # state (the table's files, from its log) is rebuilt in snapshotPartitions
 # tasks at every new version a query reads, and every scan is planned with a
@@ -261,17 +301,17 @@ def jar_urls(jars: list[Jar], repository: str = MAVEN_REPOSITORY) -> str:
     return "\n".join(f"  {jar.url(repository)}" for jar in jars)
 
 
-def format_jars(table_format: str) -> list[str]:
-    """Paths of the jars ``table_format`` needs, from :func:`jars_dir`.
+def format_jars(used_by: str) -> list[str]:
+    """Paths of the jars a table format or connector (``used_by``) needs, from :func:`jars_dir`.
 
     Fails at once, naming the folder and the files, when one is missing.
     """
     folder = jars_dir()
-    needed = [jar for jar in JARS if jar.table_format == table_format]
+    needed = [jar for jar in JARS if jar.used_by == used_by]
     missing = [jar for jar in needed if not (folder / jar.file_name).is_file()]
     if missing:
         raise SparkConfigError(
-            f"{FORMAT_NAMES[table_format]} jars are missing from {folder}: "
+            f"{JAR_USER_NAMES[used_by]} jars are missing from {folder}: "
             f"{', '.join(jar.file_name for jar in missing)}. `make install` fetches them from the Maven "
             "registry (python -m python_jobs.operations.fetch_jars); on a machine that cannot reach it, "
             "download them into that folder (or into one named by LATECOMER_JARS_DIR):\n" + jar_urls(missing)
@@ -291,12 +331,22 @@ def class_archive_options(master: str, jvm_profile: str) -> list[str]:
     return []
 
 
-def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_profile: str = "job") -> dict[str, str]:
-    """Full Spark configuration for a table format.
+def spark_conf(
+    table_format: str = "iceberg",
+    master: str | None = None,
+    jvm_profile: str = "job",
+    connectors: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """Full Spark configuration for a table format, and the ``connectors`` (:data:`CONNECTORS`) asked for.
 
     The same dictionary configures an in-process session and the Thrift server
     (``jvm_profile="server"``, unless ``LATECOMER_JVM_PROFILE`` says otherwise).
+    A connector's jars are loaded only by the sessions that ask for them, so
+    nothing else has Kafka's client on its class path.
     """
+    unknown = [name for name in connectors if name not in CONNECTORS]
+    if unknown:
+        raise SparkConfigError(f"Unknown connector {unknown[0]!r}; choose among {', '.join(CONNECTORS)}.")
     if table_format not in TABLE_FORMATS:
         raise SparkConfigError(f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}.")
     jvm_profile = os.environ.get("LATECOMER_JVM_PROFILE") or jvm_profile
@@ -404,17 +454,22 @@ def spark_conf(table_format: str = "iceberg", master: str | None = None, jvm_pro
             # VACUUM lists a table's folders in this many tasks (Spark's
             # default, 10000, is meant for a cluster listing an object store).
             conf["spark.sql.sources.parallelPartitionDiscovery.parallelism"] = shuffle_partitions
+    connector_jars = [path for name in connectors for path in format_jars(name)]
+    if connector_jars:
+        conf["spark.jars"] = ",".join([conf["spark.jars"], *connector_jars])
     return conf
 
 
-def get_spark(table_format: str | None = None, master: str | None = None) -> SparkSession:
+def get_spark(
+    table_format: str | None = None, master: str | None = None, connectors: tuple[str, ...] = ()
+) -> SparkSession:
     """The process's Spark session, created from :func:`spark_conf` if needed."""
     if SparkContext._active_spark_context is not None:
         # Reuse the running session (dbt runs models on worker threads, where
         # getActiveSession() may not see it).
         return SparkSession.builder.getOrCreate()
     table_format = table_format or os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg")
-    conf = spark_conf(table_format, master)
+    conf = spark_conf(table_format, master, connectors=connectors)
     create_state_dirs(conf)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():

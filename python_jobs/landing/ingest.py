@@ -559,6 +559,22 @@ def ensure_tables(
     return table
 
 
+def ensure_bronze(spark: SparkSession, feed: Feed, settings: IngestSettings) -> str:
+    """Create every feed's bronze table and the ingestion log if one is missing; ``feed``'s table name.
+
+    Every feed's table exists once anything landed, so a deployment that
+    receives only some feeds still builds (their models are then empty).
+    The file ingest and the streams (:mod:`python_jobs.landing.stream`) both call it.
+    """
+    tables = existing_tables(spark, settings)
+    if not {INGESTIONS_TABLE, *(f.table for f in FEEDS.values())} <= tables:
+        no_lines = spark.createDataFrame([], LINES_DDL)
+        nothing_landed = spark.createDataFrame([], LANDING_DDL)
+        for each in FEEDS.values():
+            ensure_tables(spark, each, bronze_frame(no_lines, nothing_landed, each, settings), settings)
+    return f"{settings.database}.{feed.table}"
+
+
 def existing_tables(spark: SparkSession, settings: IngestSettings) -> set[str]:
     """Names of the tables in the bronze schema (one metastore call, no table loads)."""
     if not spark.catalog.databaseExists(settings.database):
@@ -683,15 +699,7 @@ def ingest(
             result.skipped, result.duplicate_of = True, first.path
         results.append(result)
 
-    table = f"{settings.database}.{feed.table}"
-    # Every feed's table exists once anything landed, so a deployment that
-    # receives only some feeds still builds (their models are then empty).
-    tables = existing_tables(spark, settings)
-    if not {INGESTIONS_TABLE, *(f.table for f in FEEDS.values())} <= tables:
-        no_lines = spark.createDataFrame([], LINES_DDL)
-        nothing_landed = spark.createDataFrame([], LANDING_DDL)
-        for each in FEEDS.values():
-            ensure_tables(spark, each, bronze_frame(no_lines, nothing_landed, each, settings), settings)
+    table = ensure_bronze(spark, feed, settings)
     landed_before = already_landed(spark, settings, list(first_of))
     for result in first_of.values():
         result.skipped = result.ingestion_id in landed_before

@@ -3,7 +3,8 @@
     python -m python_jobs.operations.fetch_jars   (make install runs it)
 
 Each jar of :data:`python_jobs.core.spark_config.JARS` (Iceberg's Spark
-runtime, Delta's ``delta-spark`` and ``delta-storage``), at its pinned
+runtime, Delta's ``delta-spark`` and ``delta-storage``, Spark's Kafka
+connector and its dependencies), at its pinned
 version, goes into the jar folder (``LATECOMER_JARS_DIR``, default
 ``jvm/jars``, git-ignored), where the sessions, the Thrift server and the
 cluster driver find it. A jar already there with its pinned sha256 is not
@@ -152,8 +153,8 @@ def fetch(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="fetch_jars",
-        description="Fetch the pinned Iceberg and Delta jars into LATECOMER_JARS_DIR (default jvm/jars), "
-        "checking their sha256; jars already there are checked, not fetched again.",
+        description="Fetch the pinned Iceberg, Delta and Kafka connector jars into LATECOMER_JARS_DIR "
+        "(default jvm/jars), checking their sha256; jars already there are checked, not fetched again.",
     )
     parser.parse_args(argv)
     try:

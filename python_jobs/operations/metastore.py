@@ -232,10 +232,14 @@ def metastore_home() -> Path:
     return Path(os.environ.get("LATECOMER_METASTORE_HOME") or DEFAULT_HOME).resolve()
 
 
-def pins() -> dict[str, str]:
-    """The pinned files of the metastore home, by path relative to it: their sha256."""
+def pins(pins_file: Path = PINS) -> dict[str, str]:
+    """The pinned files of a Maven-resolved home (the metastore's by default), by path relative to it: their sha256.
+
+    ``pins_file`` is a ``sha256sum`` listing; the Kafka broker's
+    (:mod:`python_jobs.operations.kafka_broker`) is read the same way.
+    """
     pinned = {}
-    for line in PINS.read_text().splitlines():
+    for line in pins_file.read_text().splitlines():
         if line.strip():
             digest, name = line.split(maxsplit=1)
             pinned[name.strip()] = digest
@@ -250,13 +254,33 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_home(home: Path) -> list[str]:
-    """What is wrong with ``home``: missing files, files of other bytes (empty when none)."""
-    problems = [
+def pinned_problems(home: Path, pins_file: Path = PINS) -> list[str]:
+    """Which files pinned in ``pins_file`` ``home`` lacks or holds with other bytes (empty when none)."""
+    return [
         f"{name} is missing" if not (home / name).is_file() else f"{name} has other bytes than pinned"
-        for name, digest in pins().items()
+        for name, digest in pins(pins_file).items()
         if not (home / name).is_file() or sha256_of(home / name) != digest
     ]
+
+
+def maven_package(pom: Path, dir_property: str, home: Path) -> None:
+    """Run ``mvn package`` on ``pom`` with its output folder property ``dir_property`` set to ``home``.
+
+    -C: a download whose checksum differs from the registry's fails. Shared
+    by every Maven-resolved home (the metastore's, the Kafka broker's).
+    """
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MetastoreError("Maven is missing: apt-get install maven (and a JDK, openjdk-17-jdk-headless)")
+    command = [mvn, "-q", "-B", "-C", "-f", str(pom), "package", f"-D{dir_property}={home}"]
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise MetastoreError(f"Maven failed (exit {result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}")
+
+
+def check_home(home: Path) -> list[str]:
+    """What is wrong with ``home``: missing files, files of other bytes (empty when none)."""
+    problems = pinned_problems(home)
     compiled = home / MAIN_CLASS_FILE
     if not compiled.is_file():
         problems.append(f"{MAIN_CLASS_FILE} is missing")
@@ -289,15 +313,9 @@ def fetch(out: TextIO) -> Path:
     if not check_home(home):
         say(out, f"metastore: {home} holds the pinned files")
         return home
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise MetastoreError("Maven is missing: apt-get install maven (and a JDK, openjdk-17-jdk-headless)")
-    command = [mvn, "-q", "-B", "-C", "-f", str(POM), "package", f"-Dmetastore.dir={home}"]
     say(out, f"metastore: resolving the service's jars with Maven into {home}")
     started = time.monotonic()
-    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise MetastoreError(f"Maven failed (exit {result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}")
+    maven_package(POM, "metastore.dir", home)
     problems = check_home(home)
     if problems:
         raise MetastoreError(

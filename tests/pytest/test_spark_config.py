@@ -143,11 +143,15 @@ def test_the_session_jvm_maps_the_archive_make_install_wrote(spark: SparkSession
 
 
 def test_the_pins_name_each_formats_own_artifacts() -> None:
-    pins = {(jar.table_format, jar.coordinates) for jar in spark_config.JARS}
+    pins = {(jar.used_by, jar.coordinates) for jar in spark_config.JARS}
     assert pins == {
         ("iceberg", "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"),
         ("delta", "io.delta:delta-spark_2.12:3.3.3"),
         ("delta", "io.delta:delta-storage:3.3.3"),
+        ("kafka", "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7"),
+        ("kafka", "org.apache.spark:spark-token-provider-kafka-0-10_2.12:3.5.7"),
+        ("kafka", "org.apache.kafka:kafka-clients:3.4.1"),
+        ("kafka", "org.apache.commons:commons-pool2:2.11.1"),
     }
     for jar in spark_config.JARS:
         assert re.fullmatch(r"[0-9a-f]{64}", jar.sha256), jar
