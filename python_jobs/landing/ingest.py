@@ -802,6 +802,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--feed", choices=sorted(FEEDS), default="events", help="kind of file")
     parser.add_argument("--arrival-ts", help="arrival time of the batch (default: now)")
+    add_bronze_arguments(parser)
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    return parser
+
+
+def add_bronze_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where bronze is, for the file ingest and the stream alike."""
     parser.add_argument(
         "--schema",
         default=os.environ.get("LATECOMER_SCHEMA", "latecomer"),
@@ -812,8 +819,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
         choices=["iceberg", "delta"],
     )
-    parser.add_argument("files", nargs="+", metavar="FILE")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

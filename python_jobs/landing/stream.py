@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import signal
 import sys
@@ -73,6 +72,7 @@ from python_jobs.landing.ingest import (
     Feed,
     IngestError,
     IngestSettings,
+    add_bronze_arguments,
     already_landed,
     append_rows,
     bronze_frame,
@@ -427,16 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--trigger-interval", help="run a micro-batch every interval (10s, 1m) until SIGTERM")
     parser.add_argument("--max-per-trigger", type=int, help="Kafka records (or folder files) per micro-batch at most")
     parser.add_argument("--checkpoint", help="the stream's checkpoint (default <state dir>/streams/<name>)")
-    parser.add_argument(
-        "--schema",
-        default=os.environ.get("LATECOMER_SCHEMA", "latecomer"),
-        help="dbt target schema; bronze lands in <schema>_bronze",
-    )
-    parser.add_argument(
-        "--table-format",
-        default=os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg"),
-        choices=["iceberg", "delta"],
-    )
+    add_bronze_arguments(parser)
     return parser
 
 
