@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 import signal
 import sys
@@ -107,6 +108,7 @@ class StreamSpec:
     folder: Path | None = None
     starting_offsets: str = "earliest"
     max_per_trigger: int | None = None
+    metrics: Path | None = None
 
     @property
     def is_kafka(self) -> bool:
@@ -124,6 +126,25 @@ class BatchResult:
     flagged: int = 0
     skipped: bool = False
     recovered: bool = False
+    # When the batch's oldest and newest Kafka records were produced (epoch ms).
+    produced_ms: tuple[int, int] | None = None
+
+    def metrics_line(self, seconds: float, landed_at: float) -> str:
+        """One JSON line of ``--metrics``: what the batch landed, how long it
+        took, and when (epoch seconds), beside when its records were produced."""
+        first, last = self.produced_ms or (None, None)
+        return json.dumps(
+            {
+                "batch": self.batch_id,
+                "records": 0 if self.skipped else self.records,
+                "accepted": self.accepted,
+                "flagged": self.flagged,
+                "seconds": round(seconds, 3),
+                "landed_at": round(landed_at, 3),
+                "produced_first": None if first is None else first / 1000,
+                "produced_last": None if last is None else last / 1000,
+            }
+        )
 
 
 @dataclass
@@ -223,8 +244,11 @@ def land_kafka_batch(
     if already_landed(spark, settings, [iid]):
         result.skipped = True
         return result
-    counted = Observation()
-    lines = line_counts(kafka_lines(records, iid), counted)
+    counted, produced = Observation(), Observation()
+    timed = records.observe(
+        produced, F.min(F.unix_millis("timestamp")).alias("first"), F.max(F.unix_millis("timestamp")).alias("last")
+    )
+    lines = line_counts(kafka_lines(timed, iid), counted)
     interrupted = interrupted_landings(spark, table, [iid]).get(iid)
     if interrupted is not None:
         # Its rows are in bronze: count its records again, log it with their times.
@@ -244,6 +268,7 @@ def land_kafka_batch(
     append_rows(frame, table, settings)
     failpoint(STREAM_AFTER_ROWS)
     result.records = counted.get["lines"]
+    result.produced_ms = (produced.get["first"], produced.get["last"])
     result.flagged = shaped.get["flagged"]
     result.accepted = shaped.get["rows"] - result.flagged
     append_rows(log_rows(spark, spec, result, now, now), f"{settings.database}.{INGESTIONS_TABLE}", settings)
@@ -313,6 +338,7 @@ def batch_lander(
 
     def land_batch(batch: DataFrame, batch_id: int) -> None:
         lock = lock_per_batch() if lock_per_batch else None
+        started = time.monotonic()
         try:
             if spec.is_kafka:
                 result = land_kafka_batch(batch, batch_id, spec, settings, identity.get())
@@ -322,6 +348,9 @@ def batch_lander(
             if lock is not None:
                 lock.release()
         report(result, spec, settings)
+        if spec.metrics is not None:
+            with spec.metrics.open("a") as out:
+                out.write(result.metrics_line(time.monotonic() - started, time.time()) + "\n")
         failpoint(STREAM_AFTER_BATCH)
 
     return land_batch
@@ -427,6 +456,11 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--trigger-interval", help="run a micro-batch every interval (10s, 1m) until SIGTERM")
     parser.add_argument("--max-per-trigger", type=int, help="Kafka records (or folder files) per micro-batch at most")
     parser.add_argument("--checkpoint", help="the stream's checkpoint (default <state dir>/streams/<name>)")
+    parser.add_argument(
+        "--metrics",
+        type=Path,
+        help="append a JSON line per micro-batch to this file: records, seconds, when landed and produced",
+    )
     add_bronze_arguments(parser)
     return parser
 
@@ -452,6 +486,7 @@ def spec_from(args: argparse.Namespace) -> StreamSpec:
         folder=folder,
         starting_offsets=args.starting_offsets,
         max_per_trigger=args.max_per_trigger,
+        metrics=args.metrics,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from python_jobs.landing import stream
 from python_jobs.landing.ingest import CUSTOMERS, EVENTS, IngestError
 from python_jobs.operations import kafka_broker
+from tooling.bench.stream_ingest import summarize
 
 
 @pytest.mark.parametrize(
@@ -100,3 +102,46 @@ def test_a_cluster_id_is_kafkas_form_and_random() -> None:
 def test_the_broker_jars_are_pinned_and_fetched() -> None:
     assert not kafka_broker.pinned_problems(kafka_broker.kafka_home(), kafka_broker.PINS)
     assert "lib/kafka_2.13-3.9.1.jar" in kafka_broker.pins(kafka_broker.PINS)
+
+
+def test_a_batchs_metrics_line_says_what_it_landed_and_when_its_records_were_produced() -> None:
+    result = stream.BatchResult(4, ["i"], records=10, accepted=9, flagged=1, produced_ms=(1_000_500, 1_002_000))
+    line = json.loads(result.metrics_line(seconds=1.23456, landed_at=1_003.25))
+    assert line == {
+        "batch": 4,
+        "records": 10,
+        "accepted": 9,
+        "flagged": 1,
+        "seconds": 1.235,
+        "landed_at": 1_003.25,
+        "produced_first": 1_000.5,
+        "produced_last": 1_002.0,
+    }
+    skipped = stream.BatchResult(5, ["i"], records=10, skipped=True)
+    assert json.loads(skipped.metrics_line(0.1, 2_000.0))["records"] == 0
+
+
+def test_the_benchmark_sums_the_batches_and_takes_each_ones_wait() -> None:
+    def batch(records: int, seconds: float, landed: float, first: float, last: float) -> dict[str, object]:
+        return {
+            "records": records,
+            "flagged": 1 if records == 100 else 0,
+            "seconds": seconds,
+            "landed_at": landed,
+            "produced_first": first,
+            "produced_last": last,
+        }
+
+    nothing = {"records": 0, "flagged": 0, "seconds": 0.4, "landed_at": 999.0, "produced_first": None}
+    summary = summarize(
+        [
+            nothing,
+            batch(100, 2.0, 1_010.0, 1_007.5, 1_009.0),
+            batch(300, 3.0, 1_020.0, 1_016.0, 1_019.5),
+            batch(200, 1.0, 1_030.0, 1_028.0, 1_029.0),
+        ]
+    )
+    # 600 records in 2 + 3 + 1 s; the oldest waited 2.5, 4 and 2 s, the newest 1, 0.5 and 1 s.
+    assert (summary["batches"], summary["records"], summary["flagged"]) == (3, 600, 1)
+    assert (summary["batch_seconds"], summary["events_per_second"]) == (6.0, 100.0)
+    assert summary["latency_s"] == {"oldest_median": 2.5, "oldest_max": 4.0, "newest_median": 1.0}

@@ -112,6 +112,12 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         + " (default %(default)s; sqlmesh needs SQLMesh installed from tooling/bench/requirements-peers.txt)",
     )
     parser.add_argument(
+        "--stream-events",
+        type=int,
+        help="messages in the Kafka-to-bronze throughput run, 0 for none "
+        f"(tooling.bench.stream_ingest; default {preset.get('stream_events', 0):,}, --smoke none)",
+    )
+    parser.add_argument(
         "--no-tests",
         action="store_true",
         help="dbt build without data tests (models, seeds and snapshots only); by default builds run them too",
@@ -226,6 +232,9 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False, table_format
         results_dir=args.results_dir.resolve(),
         mode="sweep" if sweep else "smoke" if smoke else "default",
         fresh=args.fresh,
+        stream_events=preset.get("stream_events", 0) if args.stream_events is None else args.stream_events,
+        stream_rate=preset.get("stream_rate", 2_000),
+        stream_seconds=preset.get("stream_seconds", 20.0),
     )
 
 

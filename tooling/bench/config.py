@@ -53,14 +53,27 @@ DEFAULT: dict[str, Any] = {
     "lookback_days": 15,
     "repeat": 3,
     "variants": VARIANTS,
+    # Kafka to bronze (tooling.bench.stream_ingest): messages for the
+    # throughput run, and the latency run's rate and length; 0: not measured.
+    "stream_events": 200_000,
+    "stream_rate": 2_000,
+    "stream_seconds": 20.0,
 }
-SMOKE: dict[str, Any] = {**DEFAULT, "days": 5, "events_per_day": 1_000, "lookback_days": 2, "repeat": 1}
+SMOKE: dict[str, Any] = {
+    **DEFAULT,
+    "days": 5,
+    "events_per_day": 1_000,
+    "lookback_days": 2,
+    "repeat": 1,
+    "stream_events": 0,
+}
 # python -m tooling.bench sweep: the same late batch at each history length.
 SWEEP: dict[str, Any] = {
     **DEFAULT,
     "days": (30, 60, 120),
     "events_per_day": 20_000,
     "variants": ("incremental", "full_refresh", FLOOR),
+    "stream_events": 0,
 }
 # What --smoke builds: the late-arrival path only (the other gold models add time, not checks).
 SMOKE_SELECT = "+gold_daily_revenue +late_arrival_audit"
@@ -107,6 +120,9 @@ class BenchConfig:
     results_dir: Path = RESULTS_DIR
     mode: str = "default"
     fresh: bool = False  # land again even when this scale's landing can be reused
+    stream_events: int = 0  # Kafka to bronze, measured with this many messages (0: not)
+    stream_rate: int = 2_000
+    stream_seconds: float = 20.0
     log: Callable[[str], None] = print
 
     def __post_init__(self) -> None:

@@ -283,6 +283,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for model in ("silver_event_arrivals", "silver_events"):
         seconds = init["nodes"].get(model, {}).get("seconds")
         lines.append(f"| {model} | {fmt_num(seconds, 1)} | {fmt_num(init['events_per_second'].get(model))} |")
+    lines += _stream_lines(report.get("stream_ingest"), init["events_per_second"]["ingest"])
     lines += [
         "",
         f"## The late batch, {len(variants)} ways (medians)",
@@ -415,6 +416,30 @@ def render_markdown(report: dict[str, Any]) -> str:
     for model in models:
         lines.append(f"| {model} | " + " | ".join(cell(v, model) for v in variants) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _stream_lines(stream: dict[str, Any] | None, file_rate: float | None) -> list[str]:
+    """Kafka to bronze (tooling.bench.stream_ingest) beside the file ingest."""
+    if not stream:
+        return []
+    flow, wait = stream["throughput"], stream["latency"]
+    latency = wait["latency_s"]
+    return [
+        "",
+        f"## Kafka to bronze (one run, a topic of {stream['partitions']} partitions)",
+        "",
+        "| path | events | landing, s | events/s |",
+        "|---|---:|---:|---:|",
+        f"| file ingest (the initial load above) | | | {fmt_num(file_rate)} |",
+        f"| stream, available-now ({flow['batches']} micro-batches; the command {fmt_num(flow['command_seconds'], 1)} s"
+        f" with its JVM's start) | {fmt_num(flow['records'])} | {fmt_num(flow['batch_seconds'], 1)} | "
+        f"{fmt_num(flow['events_per_second'])} |",
+        "",
+        f"Latency from produce to bronze, a stream on a 1 s trigger while {fmt_num(wait['rate'])} events a second "
+        f"arrived for {fmt_num(wait['seconds'])} s ({fmt_num(wait['sent'])} events, {wait['batches']} micro-batches): "
+        f"the oldest record of a batch waited {fmt_num(latency['oldest_median'], 2)} s (median; at most "
+        f"{fmt_num(latency['oldest_max'], 2)} s), its newest {fmt_num(latency['newest_median'], 2)} s.",
+    ]
 
 
 def _ratio_lines(ratios: dict[str, dict[str, float | None]], labels: dict[str, str]) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pyspark.sql import SparkSession
 
-from tooling.bench import microbatch, sqlmesh_peer
+from tooling.bench import microbatch, sqlmesh_peer, stream_ingest
 from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
@@ -355,6 +355,13 @@ def run_benchmark(
             measurements.append(m)
             progress()
     fmt.restore(late_start, cfg.schema)
+    if cfg.stream_events:
+        log(f"bench: Kafka to bronze, {cfg.stream_events:,} messages, then {cfg.stream_rate:,} a second")
+        files = [batch.path for batch in history.history if batch.feed == "events"]
+        report["stream_ingest"] = stream_ingest.measure(
+            files, cfg.table_format, cfg.stream_events, cfg.stream_rate, cfg.stream_seconds
+        )
+        progress()
     report["complete"] = True
     progress()
     return report
