@@ -173,7 +173,9 @@ def latency(
     kafka_broker.create_topic(broker, topic, PARTITIONS)
     metrics = work / "latency.jsonl"
     command = stream_command(broker, topic, env["LATECOMER_SCHEMA"], env["LATECOMER_TABLE_FORMAT"], metrics)
-    stream = subprocess.Popen([*command, "--trigger-interval", TRIGGER], cwd=REPO_ROOT, env=env)
+    stream = subprocess.Popen(
+        [*command, "--trigger-interval", TRIGGER], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL
+    )
     try:
         # A first message, landed: the stream is up and warm before the clock starts.
         kafka_broker.produce(broker, topic, [("warm-up", lines[0])])
