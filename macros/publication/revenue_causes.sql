@@ -158,6 +158,7 @@
     left_over as (
         select
             {%- for key in keys %} moved.{{ key }},{% endfor %}
+            moved.from_version,
             moved.to_version,
             case when moved.to_version <= moved.from_version then 'table_restore' else 'unexplained' end as action,
             cast(null as string) as watermark_tier,
@@ -197,17 +198,7 @@
             max(max_lateness_seconds) as max_lateness_seconds,
             {%- for measure in measures %} sum({{ measure }}) as {{ measure }}{{ ',' if not loop.last }}{% endfor %}
         from (
-            select
-                {%- for key in keys %} {{ key }},{% endfor %}
-                to_version,
-                action,
-                watermark_tier,
-                change_reason,
-                events,
-                min_lateness_seconds,
-                max_lateness_seconds,
-                {{ measures | join(', ') }}
-            from attributed
+            select * from attributed
             union all
             select * from left_over
         ) as step_causes
