@@ -6,12 +6,6 @@
     the tables. -#}
 {% macro publish_reader_views() %}
     {%- if not execute or not adapter.reader_views_enabled() -%}{{ return('') }}{%- endif -%}
-    {%- set relations = [] -%}
-    {%- for node in graph.nodes.values()
-        if node.resource_type == 'model' and (node.config.meta or {}).get('staged_publication', false) -%}
-        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
-        {%- if relation is not none and not relation.is_view -%}{%- do relations.append(relation) -%}{%- endif -%}
-    {%- endfor -%}
-    {{ log(adapter.publish_reader_views(relations, current_invocation_id()), info=true) }}
+    {{ log(adapter.publish_reader_views(staged_model_relations(), current_invocation_id()), info=true) }}
     {{ return('') }}
 {% endmacro %}

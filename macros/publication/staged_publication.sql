@@ -116,15 +116,22 @@
 {% endmacro %}
 
 
-{#- The existing tables whose writes a run stages: models with
-    meta.staged_publication, the change manifest and the hold log. -#}
-{% macro staged_publication_relations() %}
+{#- The existing tables of models with meta.staged_publication (views left out). -#}
+{% macro staged_model_relations() %}
     {%- set relations = [] -%}
     {%- for node in graph.nodes.values()
         if node.resource_type == 'model' and (node.config.meta or {}).get('staged_publication', false) -%}
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
         {%- if relation is not none and not relation.is_view -%}{%- do relations.append(relation) -%}{%- endif -%}
     {%- endfor -%}
+    {{ return(relations) }}
+{% endmacro %}
+
+
+{#- The existing tables whose writes a run stages: the staged models'
+    (staged_model_relations), the change manifest and the hold log. -#}
+{% macro staged_publication_relations() %}
+    {%- set relations = staged_model_relations() -%}
     {%- for name in [manifest_relation(), hold_log_relation()] -%}
         {%- set schema, identifier = name.split('.') -%}
         {%- set relation = adapter.get_relation(database=none, schema=schema, identifier=identifier) -%}
