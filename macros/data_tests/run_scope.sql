@@ -165,7 +165,7 @@
     {%- endif -%}
     {%- set key = written_partitions_key(relation) -%}
     {%- if adapter.memo_has(key) and not adapter.memo_get(key) -%}
-        {#- The model said it wrote nothing (nothing_written), scope or not. -#}
+        {#- The model said it wrote nothing (record_no_rows_written), scope or not. -#}
         {{ return('false') }}
     {%- endif -%}
     {%- if not test_scope -%}
@@ -237,7 +237,7 @@
 
 {#- Memo key of the partitions a build wrote in `relation`, found by the
     first test that reads it, or told by the model's materialization when it
-    wrote nothing (nothing_written), so its tests need no query to learn it. -#}
+    wrote nothing (record_no_rows_written), so its tests need no query to learn it. -#}
 {% macro written_partitions_key(relation) -%}
     {{ return('test_scope:' ~ (relation.schema ~ '.' ~ relation.identifier) | lower) }}
 {%- endmacro %}
@@ -259,6 +259,6 @@
 
 
 {#- Called by a materialization that wrote no row in `relation` this run. -#}
-{% macro nothing_written(relation) -%}
+{% macro record_no_rows_written(relation) -%}
     {%- do adapter.memo_set(written_partitions_key(relation), []) -%}
 {%- endmacro %}

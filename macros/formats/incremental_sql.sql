@@ -1,24 +1,24 @@
 {#- Overrides dbt-spark's macro of the same name (root-project macros win).
-    Before an append or a merge, the model's new rows are staged once
-    (stage_rows), and when there are none the write is skipped: an empty
+    Before an append or a merge, the model's new rows are spilled once
+    (spill_rows), and when there are none the write is skipped: an empty
     MERGE or INSERT would still commit a new table version, and a run with
     nothing new must change no table.
     DDL goes through statement(): on Thrift it returns no result set. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
-    {%- set nothing_reason = adapter.memo_get(writes_nothing_key()) if strategy in ('append', 'merge') else none -%}
+    {%- set nothing_reason = adapter.memo_get(skip_write_key()) if strategy in ('append', 'merge') else none -%}
     {%- if nothing_reason -%}
         {#- The model said, while rendering, that its query has no row this
-            run (writes_nothing): not even staged or counted. -#}
+            run (skip_write): not even spilled or counted. -#}
         {{ log(model.name ~ ': ' ~ nothing_reason ~ ', ' ~ target ~ ' left unchanged', info=true) }}
-        {%- do nothing_written(target) -%}
+        {%- do record_no_rows_written(target) -%}
         select 'nothing new' as status
     {%- elif strategy in ('append', 'merge') -%}
         {#- A Python model's new rows are already a table (dbt writes __dbt_tmp). -#}
-        {%- set source = source if model.language == 'python' else stage_rows(source) -%}
+        {%- set source = source if model.language == 'python' else spill_rows(source) -%}
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
         {%- if new_rows == 0 -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
-            {%- do nothing_written(target) -%}
+            {%- do record_no_rows_written(target) -%}
             select 'nothing new' as status
         {%- else -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
@@ -47,51 +47,51 @@
 {#- Called from an incremental model's SQL when its query has no row this
     run by construction (e.g. a booking model under a setting that books
     nothing): its append or merge then runs no query at all, and its data
-    tests pass without one (nothing_written). `reason` is logged. The
+    tests pass without one (record_no_rows_written). `reason` is logged. The
     late-arriving snapshot's staging says so too when its inputs are
     unchanged (macros/snapshots/late_arriving_snapshot.sql). -#}
-{% macro writes_nothing(reason) -%}
+{% macro skip_write(reason) -%}
     {%- if execute -%}
-        {%- do adapter.memo_set(writes_nothing_key(), reason) -%}
+        {%- do adapter.memo_set(skip_write_key(), reason) -%}
     {%- endif -%}
 {%- endmacro %}
 
-{% macro writes_nothing_key() -%}
-    {{ return('writes_nothing:' ~ model.unique_id) }}
+{% macro skip_write_key() -%}
+    {{ return('skip_write:' ~ model.unique_id) }}
 {%- endmacro %}
 
 
-{#- Stages the rows of one write, so that the count, the publication gate,
+{#- Spills the rows of one write, so that the count, the publication gate,
     the write and the change manifest read them instead of running the
     model's query again: `sql` (default: every row of `source`) is written
-    once as Parquet files under the warehouse's _staging folder and read
-    through the temporary view `view` (default: <source>__staged). A cached
+    once as Parquet files under the warehouse's _spill folder and read
+    through the temporary view `view` (default: <source>__spilled). A cached
     view would not do: Spark's MERGE rewrite never matches a cached plan, so
     the MERGE ran the whole query a second time. The folder is overwritten by
     the model's next write and holds no table. Returns the view's name. -#}
-{% macro stage_rows(source, sql=none, view=none) %}
-    {%- set staged = view or source.identifier ~ '__staged' -%}
-    {%- set folder = staging_folder() ~ '/' ~ target.schema ~ '/' ~ staged -%}
-    {%- call statement('stage_rows') -%}
+{% macro spill_rows(source, sql=none, view=none) %}
+    {%- set spilled = view or source.identifier ~ '__spilled' -%}
+    {%- set folder = spill_folder() ~ '/' ~ target.schema ~ '/' ~ spilled -%}
+    {%- call statement('spill_rows') -%}
         insert overwrite directory {{ sql_string(folder) }} using parquet
         {{ sql or 'select * from ' ~ source }}
     {%- endcall -%}
-    {%- call statement('read_staged_rows') -%}
-        create or replace temporary view {{ staged }} using parquet options (path {{ sql_string(folder) }})
+    {%- call statement('read_spilled_rows') -%}
+        create or replace temporary view {{ spilled }} using parquet options (path {{ sql_string(folder) }})
     {%- endcall -%}
-    {{ return(staged) }}
+    {{ return(spilled) }}
 {% endmacro %}
 
 
-{#- Whether the model being rendered may stage rows while it renders: in a
+{#- Whether the model being rendered may spill rows while it renders: in a
     `dbt build` or `dbt run` of the model, which holds the deployment's run
-    lock (macros/run_lock.sql), so no other build stages meanwhile. Not in a
+    lock (macros/run_lock.sql), so no other build spills meanwhile. Not in a
     unit test, nor in a command that takes no lock (compile, show, docs),
-    which must not overwrite the staged rows of a build running meanwhile.
-    The SQL such a build leaves under target/compiled reads the staged
+    which must not overwrite the spilled rows of a build running meanwhile.
+    The SQL such a build leaves under target/compiled reads the spilled
     views, which last as long as its session; `dbt compile` writes SQL that
     stands alone. -#}
-{% macro stages_while_rendering() %}
+{% macro spills_while_rendering() %}
     {{ return(execute and model.resource_type == 'model' and flags.WHICH in ('build', 'run')) }}
 {% endmacro %}
 
@@ -99,24 +99,24 @@
 {#- A WITH list (`ctes`, without the `with`) whose CTE `name` the model's
     queries read more than once. Spark inlines a CTE at every reference, so
     each reference plans and runs everything `name` is derived from again.
-    Where stages_while_rendering, `name`'s rows are staged once (stage_rows)
+    Where spills_while_rendering, `name`'s rows are spilled once (spill_rows)
     and the list returned is `name` alone, reading them; elsewhere `ctes`
     unchanged. -#}
-{% macro staged_cte(ctes, name) %}
-    {%- if not stages_while_rendering() -%}
+{% macro spilled_cte(ctes, name) %}
+    {%- if not spills_while_rendering() -%}
         {{ return(ctes) }}
     {%- endif -%}
-    {%- set view = stage_rows(none, sql='with ' ~ ctes ~ ' select * from ' ~ name, view=this.identifier ~ '__' ~ name) -%}
+    {%- set view = spill_rows(none, sql='with ' ~ ctes ~ ' select * from ' ~ name, view=this.identifier ~ '__' ~ name) -%}
     {{ return(name ~ ' as (select * from ' ~ view ~ ')') }}
 {% endmacro %}
 
 
-{#- Where staged rows go: <spark.sql.warehouse.dir>/_staging (read once per invocation). -#}
-{% macro staging_folder() %}
-    {%- set key = 'staging_folder:' ~ invocation_id -%}
+{#- Where spilled rows go: <spark.sql.warehouse.dir>/_spill (read once per invocation). -#}
+{% macro spill_folder() %}
+    {%- set key = 'spill_folder:' ~ invocation_id -%}
     {%- if not adapter.memo_has(key) -%}
         {%- set warehouse = run_query('set spark.sql.warehouse.dir').rows[0][1] -%}
-        {%- do adapter.memo_set(key, warehouse.rstrip('/') ~ '/_staging') -%}
+        {%- do adapter.memo_set(key, warehouse.rstrip('/') ~ '/_spill') -%}
     {%- endif -%}
     {{ return(adapter.memo_get(key)) }}
 {% endmacro %}

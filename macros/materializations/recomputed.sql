@@ -7,7 +7,7 @@
                     (through views), the as_of var and the model's code;
     2. compare      with the fingerprint the table was built from (its table
                     property latecomer.inputs); equal: stop, nothing written;
-    3. build        stage a SQL model's rows, then create or replace the
+    3. build        spill a SQL model's rows, then create or replace the
                     table from them (SQL or Python);
     4. record       the fingerprint as the table's property.
     A version is Iceberg's current snapshot id, or the version of a Delta
@@ -30,7 +30,7 @@
     {{ run_hooks(pre_hooks) }}
     {%- if unchanged -%}
         {{ log(model.name ~ ': inputs unchanged since the last build, ' ~ target_relation ~ ' left as it is', info=true) }}
-        {%- do nothing_written(target_relation) -%}
+        {%- do record_no_rows_written(target_relation) -%}
         {%- call statement('main') -%}
             select 'inputs unchanged' as status
         {%- endcall -%}
@@ -38,18 +38,18 @@
         {%- if existing_relation is not none and not existing_relation.is_iceberg and not existing_relation.is_delta -%}
             {%- do adapter.drop_relation(existing_relation) -%}
         {%- endif -%}
-        {#- A SQL model's rows are staged first (stage_rows, no lock), so
+        {#- A SQL model's rows are spilled first (spill_rows, no lock), so
             the create, which holds the embedded metastore's write lock, only
             copies them: a long query never holds up other models' writes. -#}
-        {%- set staged_rows = none if language == 'python'
-            else stage_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
-        {%- set sql = compiled_code if language == 'python' else 'select * from ' ~ staged_rows -%}
+        {%- set spilled_rows = none if language == 'python'
+            else spill_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
+        {%- set sql = compiled_code if language == 'python' else 'select * from ' ~ spilled_rows -%}
         {%- if decision['staged'] and language == 'python' -%}
             {#- python_submissions.py overwrites the table on the run branch
                 (or replaces it on main when its columns changed). -#}
             {%- do stage_for_publication(target_relation, decision['properties']) -%}
         {%- endif -%}
-        {%- if decision['staged'] and language == 'sql' and recomputed_columns_kept(staged_rows, existing_relation) -%}
+        {%- if decision['staged'] and language == 'sql' and recomputed_columns_kept(spilled_rows, existing_relation) -%}
             {#- Every row replaced on the run branch (published at the run's end). -#}
             {%- do stage_for_publication(target_relation, decision['properties']) -%}
             {%- call statement('clear_staged_table') -%}
@@ -116,11 +116,11 @@
 {% endmacro %}
 
 
-{#- Whether the staged rows (temporary view `staged_rows`) have the columns,
+{#- Whether the spilled rows (temporary view `spilled_rows`) have the columns,
     names and types, that `relation` holds, so they can replace its rows
     without replacing the table. -#}
-{% macro recomputed_columns_kept(staged_rows, relation) %}
-    {%- set columns = adapter.get_columns_in_relation(api.Relation.create(identifier=staged_rows, type='view')) -%}
+{% macro recomputed_columns_kept(spilled_rows, relation) %}
+    {%- set columns = adapter.get_columns_in_relation(api.Relation.create(identifier=spilled_rows, type='view')) -%}
     {%- set stored = adapter.get_columns_in_relation(relation) -%}
     {{ return(columns | map(attribute='name') | map('lower') | list == stored | map(attribute='name') | map('lower') | list
         and columns | map(attribute='data_type') | list == stored | map(attribute='data_type') | list) }}

@@ -8,13 +8,13 @@
 
     0. skip      when nothing the model reads moved since its last run (its
                  inputs' table versions, its own version, as_of, vars and
-                 code: restated_fingerprint, kept as the table's property
-                 latecomer.inputs), stop: no query over any table;
+                 code: restated_fingerprint, recorded at step 7), stop: no
+                 query over any table;
     1. compute   the model's SQL, as a temporary view;
-    2. stage     its rows once (stage_rows): every later step reads them;
+    2. spill     its rows once (spill_rows): every later step reads them;
     3. count     the rows; none (and the table exists): stop here, no gate,
                  no merge, no manifest, no new table version;
-    4. contract  with contract.enforced, the staged columns and their types
+    4. contract  with contract.enforced, the spilled columns and their types
                  must be the ones the model's YAML declares (assert_restated_contract;
                  on a first build dbt-spark's create_table_as asserts it);
        gate      the judge (the model with a publication_gate) judges the
@@ -28,7 +28,11 @@
                  tables at its end: macros/publication/staged_publication.sql);
                  first build or --full-refresh: create or replace;
     6. manifest  append the rows written, with before and after values, to the
-                 change manifest (record_change_manifest).
+                 change manifest (record_change_manifest);
+    7. record    the fingerprint evaluated: on Iceberg the table's property
+                 latecomer.inputs; on Delta, where setting a property is a
+                 commit, a note on the write's own commit (step 5, none when
+                 nothing was written: restated_recorded_fingerprint).
     late_arrival_audit then reads what was written (restatement_after_final).
 
     Config: unique_key (list), partition_by (or restated_partition, the
@@ -50,9 +54,9 @@
 
     {#- 0. skip -#}
     {%- set fingerprint = none if rebuild or backfill_window() else restated_fingerprint(own_version=before_version) -%}
-    {%- if fingerprint is not none and stored_inputs_fingerprint(existing_relation, properties) == fingerprint -%}
+    {%- if fingerprint is not none and restated_recorded_fingerprint(existing_relation, properties) == fingerprint -%}
         {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
-        {%- do nothing_written(target_relation) -%}
+        {%- do record_no_rows_written(target_relation) -%}
         {%- call statement('main') -%}
             select 'inputs unchanged' as status
         {%- endcall -%}
@@ -61,8 +65,8 @@
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
 
-    {#- 1, 2. compute and stage -#}
-    {%- set restated = stage_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
+    {#- 1, 2. compute and spill -#}
+    {%- set restated = spill_rows(this, sql=compiled_code, view=this.identifier ~ '__restated') -%}
 
     {#- 3. count -#}
     {%- set row_count = run_query('select count(*) from ' ~ restated).columns[0].values()[0] -%}
@@ -94,7 +98,7 @@
 
     {%- if row_count == 0 and not rebuild -%}
         {{ log(model.name ~ ': nothing to restate, ' ~ target_relation ~ ' left unchanged', info=true) }}
-        {%- do nothing_written(target_relation) -%}
+        {%- do record_no_rows_written(target_relation) -%}
         {%- call statement('main') -%}
             select 'nothing to restate' as status
         {%- endcall -%}
@@ -103,6 +107,10 @@
         {#- 5. merge -#}
         {{ log(model.name ~ ': ' ~ ('create' if rebuild else 'merge') ~ ' of ' ~ row_count ~ ' row(s) into '
             ~ target_relation, info=true) }}
+        {#- 7, on Delta: the write's commit carries the fingerprint, read
+            now, after the gate's own writes (the hold log is an input). -#}
+        {%- set note = restated_fingerprint() if versions_table_format() == 'delta' else none -%}
+        {%- set noted = note is not none and adapter.note_delta_commits(target_relation, note) -%}
         {%- call statement('main') -%}
             {%- if rebuild -%}
                 {{ create_table_as(false, target_relation,
@@ -112,15 +120,17 @@
                 {{ restated_merge_sql(target_relation, restated, layout['keys'], columns) }}
             {%- endif -%}
         {%- endcall -%}
+        {%- if noted -%}{%- do adapter.end_delta_commit_note(target_relation) -%}{%- endif -%}
         {%- set after_version = current_version(target_relation) -%}
         {%- do record_written_partitions(target_relation, restated) -%}
         {#- 6. manifest -#}
         {%- do record_change_manifest(restated, target_relation, layout, columns, before_version, after_version) -%}
     {%- endif -%}
 
-    {#- What this run evaluated, for the next run's step 0 (after the write,
-        so a run that failed before it is evaluated again). -#}
-    {%- set evaluated = restated_fingerprint(own_version=after_version | default(none)) -%}
+    {#- 7. What this run evaluated, for the next run's step 0 (after the
+        write, so a run that failed before it is evaluated again). -#}
+    {%- set evaluated = none if versions_table_format() == 'delta'
+        else restated_fingerprint(own_version=after_version | default(none)) -%}
     {%- if evaluated is not none -%}
         {%- call statement('record_inputs_fingerprint') -%}
             alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ evaluated }}')
@@ -142,11 +152,18 @@
     the caller has just read it). None where versions cannot be read. -#}
 {% macro restated_fingerprint(own_version=none) %}
     {%- set inputs = inputs_fingerprint(with_as_of=false) -%}
-    {#- The table exists here (step 0 runs on an existing table, the record
-        after the write), so its version is read without the relation cache,
-        which learns of a table created in this run only once the model ends. -#}
-    {%- set iceberg = (target.table_format | default('iceberg', true) | lower) == 'iceberg' -%}
-    {%- set own = (own_version or current_version(this)) if iceberg else none -%}
+    {%- if versions_table_format() == 'delta' -%}
+        {#- On Delta the fingerprint is a note on the commit of the write
+            (step 7), which counts only while that commit is the table's
+            last: its version goes without saying. -#}
+        {%- set own = 'the last commit' -%}
+    {%- else -%}
+        {#- The table exists here (step 0 runs on an existing table, the
+            record after the write), so its version is read without the
+            relation cache, which learns of a table created in this run only
+            once the model ends. -#}
+        {%- set own = own_version or current_version(this) -%}
+    {%- endif -%}
     {%- if inputs is none or own is none -%}
         {{ return(none) }}
     {%- endif -%}
@@ -155,6 +172,17 @@
     {%- set epoch = adapter.status_epoch(as_of_given() or run_started_at, boundaries) -%}
     {{ log(model.name ~ ': own version ' ~ own ~ ', status epoch ' ~ epoch) }}
     {{ return(local_md5(inputs ~ '|self=' ~ own ~ '|status_epoch=' ~ epoch)) }}
+{% endmacro %}
+
+
+{#- The fingerprint the table's last evaluation recorded (step 7): on Iceberg
+    its property latecomer.inputs; on Delta the note its last commit carries,
+    when that commit wrote the model's rows (python_jobs/core/commit_metadata.py). -#}
+{% macro restated_recorded_fingerprint(relation, properties) %}
+    {%- if versions_table_format() == 'delta' -%}
+        {{ return(adapter.delta_commit_note(run_query('describe history ' ~ relation ~ ' limit 1'), relation)) }}
+    {%- endif -%}
+    {{ return(stored_inputs_fingerprint(relation, properties)) }}
 {% endmacro %}
 
 
@@ -193,7 +221,7 @@
 
 {#- The model's contract (config contract.enforced), checked on the rows a
     merge is about to write: dbt's assert_columns_equivalent compares the
-    staged columns and types with the YAML's data_type and fails with dbt's
+    spilled columns and types with the YAML's data_type and fails with dbt's
     contract error. A first build or --full-refresh goes through
     create_table_as, where dbt-spark asserts the same. -#}
 {% macro assert_restated_contract(restated, columns) %}

@@ -1,12 +1,12 @@
 {#- Validation gate before a restated gold model is published.
 
-    Step 4 of the restated materialization, with the staged rows about to be
+    Step 4 of the restated materialization, with the spilled rows about to be
     merged. The judge (gold_daily_revenue) opts in with
     config(publication_gate={'measure': '<column>'[, 'count': '<column>']
                              [, 'by': '<column>'][, 'partition': '<column>']})
     (partition defaults to the first partition_by column). The SQL below
     reads, per partition and `by` group, the published figures (rows, measure,
-    count, the least settled status) and what the staged rows change (the
+    count, the least settled status) and what the spilled rows change (the
     measure, the count, rows added, rows restated, and every reason their
     partition was recomputed for). The arithmetic, the checks and their
     wording are python_jobs/core/gate.py, and what they do to the model's

@@ -139,7 +139,7 @@
 {% endmacro %}
 
 
-{#- The staged rows but those of `held` partitions, as a view; returns its name. -#}
+{#- The spilled rows but those of `held` partitions, as a view; returns its name. -#}
 {% macro publishable_rows(restated, partition, held) %}
     {%- set view = restated ~ '_publishable' -%}
     {%- call statement('publishable_rows') -%}

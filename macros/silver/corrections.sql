@@ -31,14 +31,14 @@
     assert_correction_chains_resolve names it.
 
     In one query Spark inlines each round's two references to the round
-    before, so the plan reads the link set 64 times. With staged_from (the
+    before, so the plan reads the link set 64 times. With spilled_from (the
     links' SQL, in a build), the rounds run one query each instead, over the
-    round before's staged rows (staged_chain_end_rounds), and stop at the
+    round before's spilled rows (spilled_chain_end_rounds), and stop at the
     first round in which no chain moved: real chains are one or two links. -#}
-{% macro correction_chain_end_ctes(links, name, staged_from=none) -%}
+{% macro correction_chain_end_ctes(links, name, spilled_from=none) -%}
 {%- set rounds = 6 -%}
-{%- if staged_from is not none and execute %}
-    {%- set last_round = staged_chain_end_rounds(staged_from, name, rounds) %}
+{%- if spilled_from is not none and execute %}
+    {%- set last_round = spilled_chain_end_rounds(spilled_from, name, rounds) %}
 {%- else %}
     {%- set last_round = name ~ '_ends_' ~ rounds %}
 {{ name }}_ends_0 as (
@@ -77,28 +77,28 @@
         and hop.next_event_id = further.alias_event_id
 {%- endmacro %}
 
-{#- The staged view of the chain ends after pointer jumping over the links of
-    `links_sql`: up to `rounds` rounds, one statement each (stage_rows), and
+{#- The spilled view of the chain ends after pointer jumping over the links of
+    `links_sql`: up to `rounds` rounds, one statement each (spill_rows), and
     none after the first in which no alias moved (their ends are then final:
     no end is itself an alias). -#}
-{% macro staged_chain_end_rounds(links_sql, name, rounds) %}
+{% macro spilled_chain_end_rounds(links_sql, name, rounds) %}
     {%- set prefix = (this.identifier ~ '__' if this is not none else '') ~ name ~ '_round_' -%}
-    {%- set staged = namespace(view=stage_rows(none, sql=links_sql, view=prefix ~ 0), rounds=0, settled=false) -%}
-    {%- for round in range(1, rounds + 1) if not staged.settled -%}
-        {%- set staged.view = stage_rows(none, sql=chain_end_round(staged.view), view=prefix ~ round) -%}
-        {%- set staged.rounds = round -%}
-        {%- set staged.settled = run_query('select 1 from ' ~ staged.view ~ ' where moved limit 1').rows | length == 0 -%}
+    {%- set spilled = namespace(view=spill_rows(none, sql=links_sql, view=prefix ~ 0), rounds=0, settled=false) -%}
+    {%- for round in range(1, rounds + 1) if not spilled.settled -%}
+        {%- set spilled.view = spill_rows(none, sql=chain_end_round(spilled.view), view=prefix ~ round) -%}
+        {%- set spilled.rounds = round -%}
+        {%- set spilled.settled = run_query('select 1 from ' ~ spilled.view ~ ' where moved limit 1').rows | length == 0 -%}
     {%- endfor -%}
-    {{ log(prefix ~ ': correction chains followed in ' ~ staged.rounds ~ ' round(s), settled: ' ~ staged.settled) }}
-    {{ return(staged.view) }}
+    {{ log(prefix ~ ': correction chains followed in ' ~ spilled.rounds ~ ' round(s), settled: ' ~ spilled.settled) }}
+    {{ return(spilled.view) }}
 {% endmacro %}
 
 {#- CTEs ending in `name`: the rows of `candidates` with resolved_event_id,
     their target_event_id followed through `links` to the chain's end (the
-    backfill path, over links read again from bronze; staged_from as in
+    backfill path, over links read again from bronze; spilled_from as in
     correction_chain_end_ctes). -#}
-{% macro resolve_corrections_ctes(candidates, links, name, staged_from=none) -%}
-{{ correction_chain_end_ctes(links, name, staged_from=staged_from) }},
+{% macro resolve_corrections_ctes(candidates, links, name, spilled_from=none) -%}
+{{ correction_chain_end_ctes(links, name, spilled_from=spilled_from) }},
 
 {{ name }} as (
     {{ resolved_through_chains(candidates, name ~ '_ends', 'next_event_id') }}

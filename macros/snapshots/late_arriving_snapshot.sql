@@ -18,7 +18,7 @@
     Each run recomputes the history and diffs it with what the snapshot
     holds (unless nothing landed since the last run: the post-hook
     record_inputs_fingerprint keeps the versions of the tables read, and a
-    run that finds them unchanged stages, counts and merges nothing): new
+    run that finds them unchanged spills, counts and merges nothing): new
     versions are inserted (recorded_at / recorded_run_at), versions
     no longer in the history are kept but marked superseded (superseded_at /
     superseded_run_at, is_current false). Rows are never updated otherwise
@@ -173,7 +173,7 @@
     {%- set unchanged = fingerprint is not none and stored_inputs_fingerprint(target_relation) == fingerprint -%}
     {%- if unchanged -%}
         {{ log(model.name ~ ': no customer change landed since the last run', info=true) }}
-        {%- do writes_nothing('no customer change landed since the last run') -%}
+        {%- do skip_write('no customer change landed since the last run') -%}
     {%- endif -%}
     {%- set value_columns = [key] + strategy.check_cols
         + [columns.dbt_valid_from, columns.dbt_valid_to, 'is_current', 'version_key', columns.dbt_scd_id,
@@ -231,7 +231,7 @@
 {%- endmacro %}
 
 {#- Apply the staging rows: insert new versions, mark superseded ones.
-    The rows are staged once (the history is computed once, not again by the
+    The rows are spilled once (the history is computed once, not again by the
     MERGE); with none, nothing is written and the table gets no new version. -#}
 {% macro latecomer__snapshot_merge_sql(target, source, insert_cols) -%}
     {%- if config.get('strategy') != 'late_arriving' -%}
@@ -239,16 +239,16 @@
     {%- endif -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
     {#- Inputs unchanged (snapshot_staging_table planned the rows as none):
-        nothing to stage or count either. -#}
-    {%- set staged = none if adapter.memo_get(writes_nothing_key()) else stage_rows(source) -%}
-    {%- set changes = 0 if staged is none else run_query('select count(*) from ' ~ staged).columns[0].values()[0] -%}
+        nothing to spill or count either. -#}
+    {%- set spilled = none if adapter.memo_get(skip_write_key()) else spill_rows(source) -%}
+    {%- set changes = 0 if spilled is none else run_query('select count(*) from ' ~ spilled).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
-        {%- do nothing_written(target) -%}
+        {%- do record_no_rows_written(target) -%}
         {{ return("select 'nothing to record' as late_arriving_snapshot") }}
     {%- endif -%}
     {%- set merge -%}
     merge into {{ target }} as dbt_internal_dest
-    using {{ staged }} as dbt_internal_source
+    using {{ spilled }} as dbt_internal_source
         on dbt_internal_source.{{ columns.dbt_scd_id }} = dbt_internal_dest.{{ columns.dbt_scd_id }}
     when matched and dbt_internal_source.dbt_change_type = 'supersede' then update set
         superseded_at = dbt_internal_source.superseded_at,

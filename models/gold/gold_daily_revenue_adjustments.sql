@@ -128,7 +128,7 @@ where not ({% for measure in measures %}owed.{{ measure }} = 0{% if not loop.las
         ~ "restating the days they belong to would count them twice in the rollups. Keep period_close: adjust, "
         ~ "or rebuild both with --full-refresh --select gold_daily_revenue+ (every day then holds its truth).") }}
 {%- endif %}
-{%- do writes_nothing('period_close is ' ~ period_close() ~ ', nothing to book') if is_incremental() %}
+{%- do skip_write('period_close is ' ~ period_close() ~ ', nothing to book') if is_incremental() %}
 
 select
     cast(null as date) as booked_date,

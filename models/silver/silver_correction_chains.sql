@@ -6,7 +6,7 @@
     assert_correction_chains_resolve reads its unresolved rows. Rebuilt whole
     (materialized='recomputed') only in a build whose link index moved; such
     a build follows the links a round at a time and stops once no chain
-    moves (staged_from), where a unit test follows all six rounds in one
+    moves (spilled_from), where a unit test follows all six rounds in one
     query over its fixture. -#}
 {{ config(materialized='recomputed', as_of_dependent=false) }}
 
@@ -16,7 +16,7 @@ with links as (
     {{ links_sql }}
 ),
 
-{{ correction_chain_end_ctes('links', 'chains', staged_from=links_sql if recomputed_rebuilds() and stages_while_rendering() else none) }},
+{{ correction_chain_end_ctes('links', 'chains', spilled_from=links_sql if recomputed_rebuilds() and spills_while_rendering() else none) }},
 
 final as (
     select

@@ -32,6 +32,9 @@
     "select 1 from " ~ ref('silver_event_arrivals') ~ " where route = 'silver' and ledger_run_at > " ~ run_hwm
     ~ " union all select 1 from " ~ ref('silver_quarantine')
     ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
+{#- Its batch is then empty by construction: the write is skipped without
+    spilling or counting it. #}
+{%- do skip_write('no new arrival or release since the last run') if nothing_new %}
 {#- How far silver_event_changes has taken this table, and where rows it has
     not taken yet live (macros/silver/change_capture.sql). #}
 {%- set logged_until = none if nothing_new else change_log_high_water_mark() %}
@@ -39,8 +42,8 @@
 
 {#- Backfill and replay: the window's rows read again from bronze
     (rederived) and the correction links among them. In a build
-    (stages_while_rendering), the links' chains are followed a round per
-    statement over staged rows (correction_chain_end_ctes with staged_from);
+    (spills_while_rendering), the links' chains are followed a round per
+    statement over spilled rows (correction_chain_end_ctes with spilled_from);
     in one query, the plan would hold the whole bronze re-derivation once
     per link-set reference, 64 times. #}
 {%- set rederived_ctes %}
@@ -74,7 +77,7 @@ eligible_links as (
 )
 {%- endset %}
 {%- set rederived_links_sql = none %}
-{%- if window and stages_while_rendering() %}
+{%- if window and spills_while_rendering() %}
     {%- set rederived_links_sql = 'with ' ~ rederived_ctes ~ ' select * from eligible_links' %}
 {%- endif %}
 
@@ -139,7 +142,7 @@ incremental_resolved as (
 {% if window %}
 {{ rederived_ctes }},
 
-{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved', staged_from=rederived_links_sql) }},
+{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved', spilled_from=rederived_links_sql) }},
 
 window_keys as (
     select
@@ -201,16 +204,16 @@ batch_winners as (
 {%- endset %}
 
 {#- The queries below read batch_winners two or three times: in a build it
-    is staged once (staged_cte), since Spark would otherwise run the batch's
+    is spilled once (spilled_cte), since Spark would otherwise run the batch's
     whole derivation at each reading (and, within each, a backfill window's
     re-derivation from bronze three times). #}
-{%- set staged = is_incremental() and not nothing_new and stages_while_rendering() %}
-{%- if staged %}
-    {%- set batch_ctes = staged_cte(batch_ctes, 'batch_winners') %}
+{%- set spilled = is_incremental() and not nothing_new and spills_while_rendering() %}
+{%- if spilled %}
+    {%- set batch_ctes = spilled_cte(batch_ctes, 'batch_winners') %}
 {%- endif %}
 
 {#- The event dates holding the current rows of the batch's keys, found with
-    one query over the table's key columns (see `existing`); unstaged, a
+    one query over the table's key columns (see `existing`); unspilled, a
     backfill window, whose batch is read again from bronze, finds them in its
     query. #}
 {%- set existing_dates_sql %}
@@ -221,7 +224,7 @@ left semi join batch_winners as key_of_batch
     and current_keys.source_system = key_of_batch.source_system
 {%- endset %}
 {%- set existing_dates = none %}
-{%- if is_incremental() and (staged or not window) and execute and model.resource_type == 'model' %}
+{%- if is_incremental() and (spilled or not window) and execute and model.resource_type == 'model' %}
     {%- set existing_dates = [] if nothing_new else run_query(
         'with ' ~ batch_ctes ~ ' select cast(event_date as string) from (' ~ existing_dates_sql ~ ')'
     ).columns[0].values() | list %}

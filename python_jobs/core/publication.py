@@ -31,7 +31,7 @@ operator asked for a rebuild).
 
 Delta has no branches. On a Delta target a run tags every commit it makes
 with its run name (Delta's ``commitInfo.userMetadata``, the same name as the
-run branch) and writes the tables in place; on-run-end, when the run is not
+run branch, :mod:`python_jobs.core.commit_metadata`) and writes the tables in place; on-run-end, when the run is not
 published, every staged table it wrote is put back with ``RESTORE`` to its
 last version before the run's first commit (:func:`version_before_run`), so
 the published state after a failed run is the same as on Iceberg. What
@@ -46,10 +46,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from python_jobs.core.commit_metadata import USER_METADATA, run_of_commit
+
 # Every run branch's name starts with this; nothing else may.
 BRANCH_PREFIX = "latecomer_run_"
 # The Spark setting Delta copies into each commit's userMetadata: a run's name on Delta.
-DELTA_RUN_TAG = "spark.databricks.delta.commitInfo.userMetadata"
+DELTA_RUN_TAG = USER_METADATA
 # dbt result statuses of a node that did what it was asked (warn: a data test
 # whose failures are below its error threshold; no-op: a node with nothing to
 # run, such as an exposure in `dbt build`).
@@ -99,16 +101,16 @@ def stale_branches(ref_names: Iterable[str], current: str | None = None) -> list
     return sorted(name for name in ref_names if name.startswith(BRANCH_PREFIX) and name != current)
 
 
-
 def version_before_run(history: Iterable[tuple[int, str | None]], run: str) -> int | None:
     """The version a Delta table goes back to when run ``run`` is not published.
 
     ``history``: the table's ``(version, userMetadata)`` pairs (DESCRIBE
-    HISTORY). The last version before the run's first commit to the table;
-    None when the run made no commit to it, or created it (nothing was
-    published before).
+    HISTORY; a commit's run is read with
+    :func:`~python_jobs.core.commit_metadata.run_of_commit`). The last version
+    before the run's first commit to the table; None when the run made no
+    commit to it, or created it (nothing was published before).
     """
-    versions = sorted((int(version), tag) for version, tag in history)
+    versions = sorted((int(version), run_of_commit(tag)) for version, tag in history)
     first = next((version for version, tag in versions if tag == run), None)
     if first is None:
         return None

@@ -37,12 +37,12 @@ READS = [
     "select * from demo_audit.gold_change_manifest",
     "-- insert into x\nselect 1",
     "show tables in demo",
-    # stage_rows writes files, not a table: the models' compute runs side by side
-    "insert overwrite directory '/w/_staging/s/m__staged' using parquet select 1",
+    # spill_rows writes files, not a table: the models' compute runs side by side
+    "insert overwrite directory '/w/_spill/s/m__spilled' using parquet select 1",
     "INSERT OVERWRITE LOCAL DIRECTORY '/tmp/x' select 1",
     # temporary views are the session's, not the metastore's: a model's view
-    # over its staged rows never waits for another model's long write
-    "create or replace temporary view m__staged using parquet options (path '/w/_staging/s/m__staged')",
+    # over its spilled rows never waits for another model's long write
+    "create or replace temporary view m__spilled using parquet options (path '/w/_spill/s/m__spilled')",
     "/* dbt */ CREATE TEMPORARY VIEW m__dbt_tmp as select 1",
     "create or replace global temp view g as select 1",
 ]

@@ -43,10 +43,10 @@ def test_every_unit_test_passes(built_sample: Project, monkeypatch: pytest.Monke
     assert statuses == dict.fromkeys(expected, "pass")
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["one_query", "staged_rounds"])
-def test_correction_chains_resolve_to_any_depth_up_to_the_limit(built_sample: Project, staged: bool) -> None:
+@pytest.mark.parametrize("spilled", [False, True], ids=["one_query", "spilled_rounds"])
+def test_correction_chains_resolve_to_any_depth_up_to_the_limit(built_sample: Project, spilled: bool) -> None:
     """correction_chain_end_ctes (pointer jumping) on hand-made chains, in one
-    query and a round at a time (staged_from, as a build runs it): a chain of
+    query and a round at a time (spilled_from, as a build runs it): a chain of
     exactly the limit's length ends at its root, one link more stops one short
     of it, and a cycle never ends (assert_correction_chains_resolve names
     those: their end is itself a correction)."""
@@ -56,11 +56,11 @@ def test_correction_chains_resolve_to_any_depth_up_to_the_limit(built_sample: Pr
     links += [("x", "y"), ("y", "x"), ("single", "root_s")]
     values = ", ".join(f"('web', '{alias}', '{target}')" for alias, target in links)
     links_sql = f"select * from values {values} as t(source_system, alias_event_id, next_event_id)"
-    staged_from = ", staged_from=links_sql" if staged else ""
+    spilled_from = ", spilled_from=links_sql" if spilled else ""
     sql = (
         f"{{% set links_sql %}}{links_sql}{{% endset %}}"
         "with links as ({{ links_sql }}), "
-        f"{{{{ correction_chain_end_ctes('links', 'chains'{staged_from}) }}}} "
+        f"{{{{ correction_chain_end_ctes('links', 'chains'{spilled_from}) }}}} "
         "select alias_event_id, next_event_id, links_followed_at_most from chains_ends"
     )
     result = built_sample.dbt("show", "--inline", sql, "--limit", str(len(links) + 10))

@@ -15,6 +15,7 @@ from typing import Any
 
 from dbt.adapters.base import PythonJobHelper, available
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.latecomer import commit_notes
 from dbt.adapters.latecomer.connections import LatecomerConnectionManager
 from dbt.adapters.latecomer.locks import SCHEMA_CHANGING_SQL, holding, statement_head, table_write_lock
 from dbt.adapters.latecomer.python_submissions import (
@@ -30,6 +31,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
 from python_jobs.core import (
+    commit_metadata,
     digest,
     explain,
     gate,
@@ -474,14 +476,24 @@ class LatecomerAdapter(SparkAdapter):
         (publication.DELTA_RUN_TAG); returns the name."""
         run = publication.run_branch(get_invocation_id())
         self._delta_runs[get_invocation_id()] = run
-        super().execute(f"set {publication.DELTA_RUN_TAG} = {run}")
+        spark = self._session()
+        if spark is not None:
+            # with the restated models' notes (commit_notes); a failed write's is gone
+            commit_notes.clear(spark)
+            commit_notes.set_run(spark, run)
+        else:
+            super().execute(f"set {publication.DELTA_RUN_TAG} = {run}")
         return run
 
     @available
     def end_delta_publication(self) -> str | None:
         """Stop tagging commits; returns the run's name (None when it tagged none)."""
         run = self._delta_runs.pop(get_invocation_id(), None)
-        if run is not None:
+        spark = self._session()
+        if spark is not None:
+            commit_notes.clear(spark)
+            commit_notes.set_run(spark, None)
+        elif run is not None:
             super().execute(f"reset {publication.DELTA_RUN_TAG}")
         return run
 
@@ -940,6 +952,39 @@ class LatecomerAdapter(SparkAdapter):
         """maintain_tables' last line."""
         running = versions.MaintenanceTotals.from_mapping(totals)
         return versions.maintenance_summary(running, dry_run, table_count, cutoff)
+
+    def _session(self) -> Any:
+        """This process's Spark session on a session target, else None (a Thrift server's sessions are its own)."""
+        if not self.runs_python:
+            return None
+        connection = self.connections.get_if_exists()
+        return getattr(getattr(connection, "handle", None), "spark", None)
+
+    @available
+    def note_delta_commits(self, relation: Any, fingerprint: str) -> bool:
+        """Carry ``fingerprint`` on the Delta commits made until ``end_delta_commit_note``
+        (dbt.adapters.latecomer.commit_notes); False where it cannot (a Thrift target)."""
+        spark = self._session()
+        if spark is None:
+            return False
+        commit_notes.add(spark, relation, fingerprint)
+        return True
+
+    @available
+    def end_delta_commit_note(self, relation: Any = None) -> str:
+        """Stop carrying ``relation``'s note on Delta commits; every note when ``relation`` is none."""
+        spark = self._session()
+        if spark is not None:
+            if relation is None:
+                commit_notes.clear(spark)
+            else:
+                commit_notes.drop(spark, relation)
+        return ""
+
+    @available
+    def delta_commit_note(self, history_rows: Any, relation: Any) -> str | None:
+        """The note ``relation``'s last commit carries (DESCRIBE HISTORY ... LIMIT 1 rows), if that commit wrote it."""
+        return commit_metadata.note_of_last_commit(_records(history_rows), relation)
 
     @available
     def iceberg_versions(self, log_rows: Any) -> list[dict[str, str]]:

@@ -22,7 +22,7 @@ LEADING_COMMENTS = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL
 # Statements that may change a relation's columns (or the relation itself).
 SCHEMA_CHANGING_SQL = re.compile(r"^(create|replace|alter|drop)\b", re.IGNORECASE)
 # Statements that commit rows to a table, and the table they name. Writing
-# files to a directory (stage_rows: `insert overwrite directory`) commits no
+# files to a directory (spill_rows: `insert overwrite directory`) commits no
 # table and takes no lock.
 ROW_WRITING_SQL = re.compile(
     r"^(?:insert\s+(?:into|overwrite)(?!\s+(?:local\s+)?directory\b)(?:\s+table)?|merge\s+into|delete\s+from|update)"
@@ -30,7 +30,7 @@ ROW_WRITING_SQL = re.compile(
     re.IGNORECASE,
 )
 # Temporary views live in the Spark session, not the metastore: creating one
-# (stage_rows, dbt's __dbt_tmp views) takes no lock, so it never waits for a
+# (spill_rows, dbt's __dbt_tmp views) takes no lock, so it never waits for a
 # long write in another thread.
 TEMPORARY_VIEW_SQL = re.compile(r"^create\s+(?:or\s+replace\s+)?(?:global\s+)?temp(?:orary)?\s+view\b", re.IGNORECASE)
 # Other statements that commit to the metastore: table procedures

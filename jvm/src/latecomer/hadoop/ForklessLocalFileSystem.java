@@ -15,7 +15,7 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * <p>Without Hadoop's native library, which pyspark does not ship, the raw
  * local file system sets the mode of every file and folder it creates by
  * starting a {@code chmod} process. A build writes thousands of files (data,
- * Iceberg metadata, their checksums, staged rows), so it starts thousands of
+ * Iceberg metadata, their checksums, spilled rows), so it starts thousands of
  * processes. Here the same mode is set through {@code java.nio}. A mode with
  * the sticky bit, which {@code java.nio} cannot set, still goes to
  * {@code chmod}.
