@@ -957,8 +957,8 @@ class LatecomerAdapter(SparkAdapter):
         """This process's Spark session on a session target, else None (a Thrift server's sessions are its own)."""
         if not self.runs_python:
             return None
-        connection = self.connections.get_if_exists()
-        return getattr(getattr(connection, "handle", None), "spark", None)
+        wrapper = getattr(self.connections.get_if_exists(), "handle", None)  # connections.SessionConnectionWrapper
+        return getattr(getattr(wrapper, "handle", None), "spark", None)
 
     @available
     def note_delta_commits(self, relation: Any, fingerprint: str) -> bool:
