@@ -66,23 +66,18 @@ from python_jobs.core import run_lock
 from python_jobs.core.failpoints import STREAM_AFTER_BATCH, STREAM_AFTER_ROWS, failpoint
 from python_jobs.core.local_rows import local_rows
 from python_jobs.core.spark_config import get_spark, local_folder, state_dir
-from python_jobs.landing.ingest import (
-    FEEDS,
+from python_jobs.landing.bronze import (
     INGESTIONS_DDL,
     INGESTIONS_TABLE,
-    Feed,
-    IngestError,
-    IngestSettings,
-    add_bronze_arguments,
     already_landed,
     append_rows,
     bronze_frame,
-    canonical_source,
     ensure_bronze,
-    ingest,
     interrupted_landings,
     landings,
 )
+from python_jobs.landing.feeds import FEEDS, Feed, IngestError, IngestSettings, canonical_source
+from python_jobs.landing.ingest import add_bronze_arguments, ingest
 
 INTERVAL = re.compile(r"^(\d+)\s*(ms|s|m|min|h)$")
 INTERVAL_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "min": "minutes", "h": "hours"}
