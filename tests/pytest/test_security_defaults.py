@@ -21,7 +21,9 @@ import pytest
 from dbt.adapters.latecomer.impl import LatecomerAdapter
 from dbt.clients.yaml_helper import load_yaml_text
 
-from python_jobs.core import spark_config, versions
+from python_jobs.core import spark_config
+from python_jobs.core.versions.records import VersionsError
+from python_jobs.core.versions.restore import restore_request
 from python_jobs.landing import feeds, steward
 from python_jobs.operations import restore, run_operation, thrift_server
 
@@ -305,8 +307,8 @@ def test_restore_refuses_text_that_is_not_utf8(monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize("model", ["late_arrival_audit", "silver_event_arrivals", "silver_events", "table_restores"])
 def test_restore_refuses_models_other_than_the_restated_gold_ones(model: str) -> None:
-    with pytest.raises(versions.VersionsError) as error:
-        versions.restore_request(model, version="1", reason="x", allowed_models=GOLD)
+    with pytest.raises(VersionsError) as error:
+        restore_request(model, version="1", reason="x", allowed_models=GOLD)
     assert str(error.value).startswith(
         f"restore_table restores the restated gold models only (gold_daily_revenue, gold_hourly_revenue), not {model}"
     )
@@ -315,7 +317,7 @@ def test_restore_refuses_models_other_than_the_restated_gold_ones(model: str) ->
 
 
 def test_restore_accepts_a_restated_gold_model() -> None:
-    assert versions.restore_request("gold_hourly_revenue", version="1", reason="x", allowed_models=GOLD).model == (
+    assert restore_request("gold_hourly_revenue", version="1", reason="x", allowed_models=GOLD).model == (
         "gold_hourly_revenue"
     )
 
