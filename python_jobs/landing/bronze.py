@@ -37,11 +37,7 @@ INGESTIONS_DDL = """
     rows_accepted bigint,
     rows_flagged bigint
 """
-
-
 LANDING_DDL = "ingestion_id string, source_system string, arrival_ts timestamp, ingested_at timestamp"
-
-
 LEADING_COLUMNS = (
     "ingestion_id",
     "source_system",

@@ -59,8 +59,6 @@ def check_paths(paths: Sequence[Path]) -> None:
 
 
 LINES_DDL = "raw_payload string, line_number int, source_file string, ingestion_id string"
-
-
 # monotonically_increasing_id() is (partition index << 33) + position in the partition.
 POSITION_IN_PARTITION = (1 << 33) - 1
 

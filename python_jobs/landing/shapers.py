@@ -19,8 +19,6 @@ from python_jobs.landing.feeds import Feed, IngestSettings
 
 # ISO-8601 date-time that carries a UTC offset (Z or +hh:mm).
 ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$"
-
-
 # What JSON counts as whitespace between values.
 JSON_WHITESPACE = (" ", "\t", "\r", "\n")
 

@@ -38,8 +38,6 @@ from python_jobs.operations.report_drawing import (
 ANNOTATE_AT_MOST = 40
 # Dates of the live-vs-final lines drawn with markers when there are at most this many.
 MARKERS_AT_MOST = 90
-
-
 QUARANTINE_STATUSES = ("quarantined", "released", "rejected")
 REASON_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">")
 STATUS_COLORS = {"quarantined": "#d62728", "released": "#2ca02c", "rejected": "#7f7f7f"}

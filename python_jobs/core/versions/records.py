@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 VERSION_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
-
-
 INVOCATION_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
