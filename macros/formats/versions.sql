@@ -92,7 +92,7 @@
             on snapshot_log.snapshot_id = snapshots.snapshot_id
         order by snapshot_log.log_position
     {%- endset -%}
-    {#- python_jobs/core/versions.py: iceberg_versions -#}
+    {#- python_jobs/core/versions/records.py: iceberg_versions -#}
     {{ return(adapter.iceberg_versions(run_query(sql))) }}
 {%- endmacro %}
 
@@ -102,7 +102,7 @@
     driver's local time (converted to UTC through the epoch), a Thrift server
     strings in its session time zone (UTC, python_jobs/core/spark_config.py). -#}
 {% macro _delta_table_versions(relation) -%}
-    {#- python_jobs/core/versions.py: delta_versions -#}
+    {#- python_jobs/core/versions/records.py: delta_versions -#}
     {{ return(adapter.delta_versions(run_query('describe history ' ~ relation))) }}
 {%- endmacro %}
 

@@ -36,7 +36,7 @@
     that left the partition as it was (other partitions' changes, compaction)
     are not repeated. Any versioned model works: partition_column (default
     event_date) and partition_value (default event_date) name the partition.
-    The lines are worded by python_jobs/core/versions.py
+    The lines are worded by python_jobs/core/versions/partitions.py
     (adapter.partition_history_report). -#}
 {% macro gold_versions(model='gold_daily_revenue', event_date=none, partition_column='event_date', partition_value=none) %}
     {%- set value = partition_value if partition_value is not none else event_date -%}
@@ -68,7 +68,7 @@
     numeric columns other than keys and `version`.
 
     The SQL fingerprints the partition in every version, then reads its rows
-    in the versions where they changed; python_jobs/core/versions.py picks
+    in the versions where they changed; python_jobs/core/versions/partitions.py picks
     those versions (changed_versions), pairs each state's rows with the
     previous state's by key and computes the changes (partition_history). -#}
 {% macro partition_versions(relation, partition_column, partition_value, keys=[]) -%}

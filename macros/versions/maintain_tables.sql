@@ -17,7 +17,7 @@
 
     A shim: this macro runs the SQL (macros/formats/versions.sql); which
     versions are protected, what expiry lost, the totals and every line
-    printed come from python_jobs/core/versions.py (adapter.retention_boundary,
+    printed come from python_jobs/core/versions/retention.py (adapter.retention_boundary,
     table_maintenance, maintenance_header, maintenance_summary). -#}
 {% macro maintain_tables(dry_run=false, models=none, now=none) %}
     {%- set dry_run = (dry_run | string | lower) in ('true', '1', 'yes') -%}

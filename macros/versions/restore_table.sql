@@ -13,7 +13,7 @@
     <schema>_audit.table_restores (created if missing).
 
     A shim: the arguments are checked, the version picked and the errors
-    worded by python_jobs/core/versions.py (adapter.restore_request,
+    worded by python_jobs/core/versions/ (adapter.restore_request,
     version_with_id, version_current_at, restore_target_missing); this macro
     runs the SQL. -#}
 {% macro restore_table(model=none, version=none, as_of_time=none, invocation_id=none, reason=none) %}

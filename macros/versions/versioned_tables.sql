@@ -114,7 +114,7 @@
 
 {#- The entry of `versions` (from table_versions) that was current at a UTC
     time string, or none when the table had no version yet: the last one
-    committed at or before it (python_jobs/core/versions.py). -#}
+    committed at or before it (python_jobs/core/versions/records.py). -#}
 {% macro version_current_at(versions, time_string) -%}
     {{ return(adapter.version_current_at(versions, time_string)) }}
 {%- endmacro %}
@@ -124,7 +124,7 @@
     rows' invocation_id, in any retained version (its rows may since have been
     rewritten). Needs columns invocation_id and changed_run_at (gold models).
     Returns the entry of table_versions, or none. The SQL reads each version's
-    newest run; python_jobs/core/versions.py checks the id and picks the version. -#}
+    newest run; python_jobs/core/versions/records.py checks the id and picks the version. -#}
 {% macro version_of_invocation(relation, invocation_id, versions=none) -%}
     {%- set lookup = adapter.invocation_lookup(relation | string, invocation_id,
         adapter.get_columns_in_relation(relation) | map(attribute='name') | list) -%}
@@ -152,7 +152,7 @@
     every later one. Returns {expire_before, protected}: expire_before is the
     earliest time a protected version was created (at most the cutoff), so
     expiring what was created before it never touches a protected version
-    (python_jobs/core/versions.py). -#}
+    (python_jobs/core/versions/retention.py). -#}
 {% macro retention_boundary(versions, cutoff) -%}
     {{ return(adapter.retention_boundary(versions, cutoff)) }}
 {%- endmacro %}

@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from python_jobs.core.gate import Breach, GateJudgement, GroupFigures
+from python_jobs.core.gate import GateJudgement
+from python_jobs.core.gate_checks import Breach
+from python_jobs.core.gate_figures import GroupFigures
 
 OPEN_EVENTS = ("held", "judged")
 CLOSING_EVENTS = ("cleared", "approved", "rejected", "overridden")

@@ -66,23 +66,9 @@ from python_jobs.core import run_lock
 from python_jobs.core.failpoints import STREAM_AFTER_BATCH, STREAM_AFTER_ROWS, failpoint
 from python_jobs.core.local_rows import local_rows
 from python_jobs.core.spark_config import get_spark, local_folder, state_dir
-from python_jobs.landing.ingest import (
-    FEEDS,
-    INGESTIONS_DDL,
-    INGESTIONS_TABLE,
-    Feed,
-    IngestError,
-    IngestSettings,
-    add_bronze_arguments,
-    already_landed,
-    append_rows,
-    bronze_frame,
-    canonical_source,
-    ensure_bronze,
-    ingest,
-    interrupted_landings,
-    landings,
-)
+from python_jobs.landing import bronze
+from python_jobs.landing.feeds import FEEDS, Feed, IngestError, IngestSettings, canonical_source
+from python_jobs.landing.ingest import add_bronze_arguments, ingest
 
 INTERVAL = re.compile(r"^(\d+)\s*(ms|s|m|min|h)$")
 INTERVAL_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "min": "minutes", "h": "hours"}
@@ -230,7 +216,7 @@ def log_rows(
         result.accepted,
         result.flagged,
     )
-    return local_rows(spark, [row], INGESTIONS_DDL)
+    return local_rows(spark, [row], bronze.INGESTIONS_DDL)
 
 
 def land_kafka_batch(
@@ -240,8 +226,8 @@ def land_kafka_batch(
     spark = records.sparkSession
     iid = batch_ingestion_id(spec.feed, spec.source_system, query_id, batch_id)
     result = BatchResult(batch_id, [iid])
-    table = ensure_bronze(spark, spec.feed, settings)
-    if already_landed(spark, settings, [iid]):
+    table = bronze.ensure_bronze(spark, spec.feed, settings)
+    if bronze.already_landed(spark, settings, [iid]):
         result.skipped = True
         return result
     counted, produced = Observation(), Observation()
@@ -249,7 +235,7 @@ def land_kafka_batch(
         produced, F.min(F.unix_millis("timestamp")).alias("first"), F.max(F.unix_millis("timestamp")).alias("last")
     )
     lines = line_counts(kafka_lines(timed, iid), counted)
-    interrupted = interrupted_landings(spark, table, [iid]).get(iid)
+    interrupted = bronze.interrupted_landings(spark, table, [iid]).get(iid)
     if interrupted is not None:
         # Its rows are in bronze: count its records again, log it with their times.
         lines.write.format("noop").mode("overwrite").save()
@@ -257,21 +243,23 @@ def land_kafka_batch(
         result.accepted, result.flagged = interrupted.rows - interrupted.flagged, interrupted.flagged
         result.recovered = True
         log = log_rows(spark, spec, result, interrupted.arrival_ts, interrupted.ingested_at)
-        append_rows(log, f"{settings.database}.{INGESTIONS_TABLE}", settings)
+        bronze.append_rows(log, f"{settings.database}.{bronze.INGESTIONS_TABLE}", settings)
         return result
     now = datetime.now(UTC)
-    landed = landings(spark, [iid], spec.source_system, now, now)
+    landed = bronze.landings(spark, [iid], spec.source_system, now, now)
     shaped = Observation()
-    frame = bronze_frame(lines, landed, spec.feed, settings).observe(
+    frame = bronze.bronze_frame(lines, landed, spec.feed, settings).observe(
         shaped, F.count(F.lit(1)).alias("rows"), F.count_if(F.col("parse_error").isNotNull()).alias("flagged")
     )
-    append_rows(frame, table, settings)
+    bronze.append_rows(frame, table, settings)
     failpoint(STREAM_AFTER_ROWS)
     result.records = counted.get["lines"]
     result.produced_ms = (produced.get["first"], produced.get["last"])
     result.flagged = shaped.get["flagged"]
     result.accepted = shaped.get["rows"] - result.flagged
-    append_rows(log_rows(spark, spec, result, now, now), f"{settings.database}.{INGESTIONS_TABLE}", settings)
+    bronze.append_rows(
+        log_rows(spark, spec, result, now, now), f"{settings.database}.{bronze.INGESTIONS_TABLE}", settings
+    )
     return result
 
 

@@ -17,7 +17,7 @@ The jars (Kafka 3.9.1's broker and command-line tools, with their
 dependencies) are resolved by Maven from ``jvm/kafka/pom.xml`` into
 ``jvm/build/kafka`` (``LATECOMER_KAFKA_HOME``) by ``fetch`` and checked
 against ``jvm/kafka/jars.sha256`` before any of them runs, as the metastore
-service's are (:mod:`python_jobs.operations.metastore`).
+service's are (:mod:`python_jobs.operations.metastore_class_path`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TextIO
 
 from python_jobs.core.spark_config import REPO_ROOT, private_dir, state_dir
-from python_jobs.operations.metastore import MetastoreError, free_port, maven_package, pinned_problems, pins
+from python_jobs.operations.metastore_class_path import maven_package, pinned_problems, pins
+from python_jobs.operations.metastore_state import MetastoreError, free_port
 from python_jobs.operations.thrift_server import java_executable, process_alive, runs_class, terminate
 
 HOST = "127.0.0.1"

@@ -60,50 +60,50 @@ Environment variables (all optional):
     ``jvm/build/metastore``).
 ``LATECOMER_METASTORE_MEMORY``
     The service's Java heap (default ``512m``).
+
+The parts are modules of their own: :mod:`python_jobs.operations.metastore_state`
+(the state dir's files and what the parts share),
+:mod:`python_jobs.operations.metastore_class_path` (the service's pinned class
+path and ``fetch``) and :mod:`python_jobs.operations.metastore_postgres` (the
+database). This module runs the service and is the command line.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import os
-import pwd
-import re
-import secrets
-import shutil
 import socket
 import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 from xml.sax.saxutils import escape
 
-from python_jobs.core.spark_config import REPO_ROOT, local_folder, private_dir, state_dir, warehouse_location
+from python_jobs.core.spark_config import local_folder, private_dir, state_dir, warehouse_location
+from python_jobs.operations.metastore_class_path import class_path, fetch, verified_home
+from python_jobs.operations.metastore_postgres import Cluster, external_database
+from python_jobs.operations.metastore_state import (
+    HOST,
+    PROG,
+    Database,
+    Files,
+    MetastoreError,
+    Running,
+    exclusive,
+    free_port,
+    say,
+    tail,
+    write_private,
+)
 from python_jobs.operations.thrift_server import java_executable, port_in_use, process_alive, runs_class, terminate
 
-HOST = "127.0.0.1"
 DEFAULT_PORT = 9083
 DEFAULT_TIMEOUT_S = 120.0
-PROG = "python -m python_jobs.operations.metastore"
-DB_NAME = "metastore"
-DB_USER = "latecomer"
 MAIN_CLASS = "latecomer.metastore.MetastoreService"
 SCHEMA_TOOL = "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool"
-POM = REPO_ROOT / "jvm" / "metastore" / "pom.xml"
-# Every file of the service's class path and the schema tool's scripts, with
-# its sha256 (`sha256sum -c` reads it too, from the metastore home).
-PINS = REPO_ROOT / "jvm" / "metastore" / "jars.sha256"
-DEFAULT_HOME = REPO_ROOT / "jvm" / "build" / "metastore"
-MAIN_CLASS_FILE = Path("classes") / "latecomer" / "metastore" / "MetastoreService.class"
-SOURCE = REPO_ROOT / "jvm" / "metastore" / "src" / "main" / "java" / "latecomer" / "metastore" / "MetastoreService.java"
-FETCH_COMMAND = f"{PROG} fetch"
-LOG_TAIL_LINES = 20
 # The service's settings besides the connection and the warehouse.
 SERVICE_SETTINGS = {
     # The standalone metastore has no Hive query engine to evaluate partition
@@ -124,454 +124,6 @@ SERVICE_SETTINGS = {
     "metastore.timedout.txn.reaper.interval": "15s",
     "datanucleus.autoStartMechanismMode": "ignored",
 }
-
-
-class MetastoreError(RuntimeError):
-    """A problem the user can fix; the message says how."""
-
-
-@dataclass(frozen=True)
-class Files:
-    """Where the service and the local cluster keep their state."""
-
-    state: Path
-
-    @property
-    def folder(self) -> Path:
-        return self.state / "metastore"
-
-    @property
-    def conf_dir(self) -> Path:
-        return self.folder / "conf"
-
-    @property
-    def site_file(self) -> Path:
-        return self.conf_dir / "metastore-site.xml"
-
-    @property
-    def pid_file(self) -> Path:
-        return self.folder / "metastore.pid"
-
-    @property
-    def log_file(self) -> Path:
-        return self.folder / "metastore.log"
-
-    @property
-    def schema_log(self) -> Path:
-        return self.folder / "schema.log"
-
-    @property
-    def password_file(self) -> Path:
-        return self.folder / "db.password"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.folder / "lock"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.state / "postgres"
-
-    @property
-    def postgres_log(self) -> Path:
-        return self.folder / "postgres.log"
-
-
-@dataclass(frozen=True)
-class Database:
-    """The metastore's database: a JDBC URL, a user and a password."""
-
-    url: str
-    user: str
-    password: str
-
-
-@dataclass(frozen=True)
-class Running:
-    pid: int
-    port: int
-
-    @property
-    def uri(self) -> str:
-        return f"thrift://{HOST}:{self.port}"
-
-
-def say(out: TextIO, message: str) -> None:
-    print(message, file=out, flush=True)
-
-
-def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by its owner only (0600) from its first byte."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(descriptor, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(text)
-
-
-@contextmanager
-def exclusive(files: Files) -> Iterator[None]:
-    """One ``start`` or ``stop`` at a time per state dir."""
-    private_dir(files.folder)
-    with files.lock_file.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
-# ------------------------------------------------------------ class path
-
-
-def metastore_home() -> Path:
-    return Path(os.environ.get("LATECOMER_METASTORE_HOME") or DEFAULT_HOME).resolve()
-
-
-def pins(pins_file: Path = PINS) -> dict[str, str]:
-    """The pinned files of a Maven-resolved home (the metastore's by default), by path relative to it: their sha256.
-
-    ``pins_file`` is a ``sha256sum`` listing; the Kafka broker's
-    (:mod:`python_jobs.operations.kafka_broker`) is read the same way.
-    """
-    pinned = {}
-    for line in pins_file.read_text().splitlines():
-        if line.strip():
-            digest, name = line.split(maxsplit=1)
-            pinned[name.strip()] = digest
-    return pinned
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def pinned_problems(home: Path, pins_file: Path = PINS) -> list[str]:
-    """Which files pinned in ``pins_file`` ``home`` lacks or holds with other bytes (empty when none)."""
-    return [
-        f"{name} is missing" if not (home / name).is_file() else f"{name} has other bytes than pinned"
-        for name, digest in pins(pins_file).items()
-        if not (home / name).is_file() or sha256_of(home / name) != digest
-    ]
-
-
-def maven_package(pom: Path, dir_property: str, home: Path) -> None:
-    """Run ``mvn package`` on ``pom`` with its output folder property ``dir_property`` set to ``home``.
-
-    -C: a download whose checksum differs from the registry's fails. Shared
-    by every Maven-resolved home (the metastore's, the Kafka broker's).
-    """
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise MetastoreError("Maven is missing: apt-get install maven (and a JDK, openjdk-17-jdk-headless)")
-    command = [mvn, "-q", "-B", "-C", "-f", str(pom), "package", f"-D{dir_property}={home}"]
-    result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise MetastoreError(f"Maven failed (exit {result.returncode}): {' '.join(command)}\n{result.stdout[-3000:]}")
-
-
-def check_home(home: Path) -> list[str]:
-    """What is wrong with ``home``: missing files, files of other bytes (empty when none)."""
-    problems = pinned_problems(home)
-    compiled = home / MAIN_CLASS_FILE
-    if not compiled.is_file():
-        problems.append(f"{MAIN_CLASS_FILE} is missing")
-    elif SOURCE.is_file() and SOURCE.stat().st_mtime > compiled.stat().st_mtime:
-        problems.append(f"{MAIN_CLASS_FILE} is older than {SOURCE.relative_to(REPO_ROOT)}")
-    return problems
-
-
-def class_path(home: Path, conf_dir: Path) -> str:
-    """The service's class path: its configuration, its class, the pinned jars (nothing else in lib/)."""
-    jars = [str(home / name) for name in pins() if name.endswith(".jar")]
-    return ":".join([str(conf_dir), str(home / "classes"), *jars])
-
-
-def verified_home() -> Path:
-    home = metastore_home()
-    problems = check_home(home)
-    if problems:
-        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-        raise MetastoreError(
-            f"The metastore service's files in {home} are not as pinned in {PINS.relative_to(REPO_ROOT)} "
-            f"({shown}). `{FETCH_COMMAND}` resolves them with Maven (needs mvn and a JDK)."
-        )
-    return home
-
-
-def fetch(out: TextIO) -> Path:
-    """Resolve the service's class path with Maven into the metastore home, then check it."""
-    home = metastore_home()
-    if not check_home(home):
-        say(out, f"metastore: {home} holds the pinned files")
-        return home
-    say(out, f"metastore: resolving the service's jars with Maven into {home}")
-    started = time.monotonic()
-    maven_package(POM, "metastore.dir", home)
-    problems = check_home(home)
-    if problems:
-        raise MetastoreError(
-            f"Maven resolved files that are not as pinned in {PINS}: {'; '.join(problems)}. "
-            "If the pom changed on purpose, write the new sha256 list (see the pom's header)."
-        )
-    size = sum((home / name).stat().st_size for name in pins() if name.endswith(".jar"))
-    say(
-        out,
-        f"metastore: {sum(name.endswith('.jar') for name in pins())} jars ({size / 2**20:.1f} MiB) in {home}, "
-        f"sha256 as pinned, in {time.monotonic() - started:.1f}s",
-    )
-    return home
-
-
-# ------------------------------------------------------------ PostgreSQL
-
-
-def postgres_bin(data_dir: Path) -> Path:
-    """The folder of PostgreSQL's server programs; the cluster's own major version first."""
-    wanted = ("initdb", "pg_ctl", "postgres", "psql")
-    given = os.environ.get("LATECOMER_POSTGRES_BIN")
-    if given:
-        candidates = [Path(given)]
-    else:
-        versions = sorted(
-            (folder for folder in Path("/usr/lib/postgresql").glob("*/bin")),
-            key=lambda folder: int(folder.parent.name) if folder.parent.name.isdigit() else 0,
-            reverse=True,
-        )
-        try:
-            cluster_version = (data_dir / "PG_VERSION").read_text().strip()
-            versions.sort(key=lambda folder: folder.parent.name != cluster_version)
-        except OSError:
-            pass
-        on_path = shutil.which("pg_ctl")
-        candidates = [*versions, *([Path(on_path).parent] if on_path else [])]
-    for folder in candidates:
-        if all(os.access(folder / name, os.X_OK) for name in wanted):
-            return folder
-    where = f"LATECOMER_POSTGRES_BIN={given}" if given else "/usr/lib/postgresql/*/bin or PATH"
-    raise MetastoreError(
-        f"PostgreSQL's server programs ({', '.join(wanted)}) are missing from {where}: "
-        "apt-get install postgresql-15 (or set LATECOMER_POSTGRES_BIN to their folder), "
-        "or use an existing database with LATECOMER_METASTORE_DB_URL"
-    )
-
-
-def unprivileged(command: list[str]) -> list[str]:
-    """``command`` as a user PostgreSQL accepts: as is, or for root in a user namespace.
-
-    Inside the namespace this process's user is an unprivileged account
-    (``postgres`` when it exists, else ``nobody``); outside, the files it
-    writes stay this user's.
-    """
-    if os.geteuid() != 0:
-        return command
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        raise MetastoreError(
-            "PostgreSQL refuses to run as root, and unshare (util-linux) is missing to run it as an "
-            "unprivileged user: run this as a non-root user, or install util-linux"
-        )
-    try:
-        account = pwd.getpwnam("postgres")
-    except KeyError:
-        account = pwd.getpwnam("nobody")
-    return [unshare, "--user", f"--map-user={account.pw_uid}", f"--map-group={account.pw_gid}", *command]
-
-
-def run(command: list[str], what: str, env: dict[str, str] | None = None) -> str:
-    """Run ``command``; its output, or an error naming ``what`` with the output."""
-    try:
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=300)
-    except OSError as exc:
-        raise MetastoreError(f"{what} could not start: {exc}") from None
-    if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip()
-        hint = ""
-        if "unshare" in command[0] and "Operation not permitted" in output:
-            hint = (
-                " (this machine does not allow user namespaces, which let root run PostgreSQL as an "
-                "unprivileged user: run this as a non-root user, or use an existing database with "
-                "LATECOMER_METASTORE_DB_URL)"
-            )
-        raise MetastoreError(f"{what} failed (exit {result.returncode}){hint}:\n{output[-3000:]}")
-    return result.stdout
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """The local PostgreSQL cluster in ``<state dir>/postgres``."""
-
-    files: Files
-
-    @property
-    def data(self) -> Path:
-        return self.files.data_dir
-
-    def bin(self, program: str) -> str:
-        return str(postgres_bin(self.data) / program)
-
-    def initialised(self) -> bool:
-        return (self.data / "PG_VERSION").is_file()
-
-    def port(self) -> int:
-        """The port written into the cluster's configuration when it was initialised."""
-        conf = (self.data / "postgresql.conf").read_text()
-        ports = re.findall(r"^port\s*=\s*(\d+)", conf, flags=re.MULTILINE)
-        if not ports:
-            raise MetastoreError(f"{self.data}/postgresql.conf names no port; add `port = N` to it")
-        return int(ports[-1])
-
-    def password(self) -> str:
-        given = os.environ.get("LATECOMER_METASTORE_DB_PASSWORD")
-        if given:
-            return given
-        try:
-            return self.files.password_file.read_text().strip()
-        except FileNotFoundError:
-            raise MetastoreError(
-                f"{self.files.password_file} is missing: set LATECOMER_METASTORE_DB_PASSWORD to the "
-                f"password of the cluster in {self.data}"
-            ) from None
-
-    def database(self) -> Database:
-        return Database(f"jdbc:postgresql://{HOST}:{self.port()}/{DB_NAME}", DB_USER, self.password())
-
-    def running_pid(self) -> int | None:
-        """The postmaster's pid when the cluster runs (its postmaster.pid names a live process)."""
-        try:
-            pid = int((self.data / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if process_alive(pid) else None
-
-    def init(self, out: TextIO) -> None:
-        """initdb, once: a superuser ``latecomer`` with a password, loopback only, no Unix socket."""
-        started = time.monotonic()
-        private_dir(self.files.folder)
-        password = os.environ.get("LATECOMER_METASTORE_DB_PASSWORD")
-        generated = not password
-        if generated:
-            password = secrets.token_urlsafe(24)
-            write_private(self.files.password_file, password + "\n")
-            pwfile = self.files.password_file
-        else:
-            pwfile = self.files.folder / "initdb.password"
-            write_private(pwfile, password + "\n")
-        try:
-            run(
-                unprivileged(
-                    [
-                        self.bin("initdb"),
-                        "--pgdata",
-                        str(self.data),
-                        "--username",
-                        DB_USER,
-                        f"--pwfile={pwfile}",
-                        "--auth=scram-sha-256",
-                        "--encoding=UTF8",
-                        "--no-locale",
-                    ]
-                ),
-                "initdb",
-            )
-        except MetastoreError:
-            if generated:
-                self.files.password_file.unlink(missing_ok=True)
-            raise
-        finally:
-            if not generated:
-                pwfile.unlink(missing_ok=True)
-        port = int(os.environ.get("LATECOMER_POSTGRES_PORT") or free_port())
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.write(
-                "\n# latecomer (python_jobs/operations/metastore.py): loopback only, no Unix socket.\n"
-                f"listen_addresses = '{HOST}'\nport = {port}\nunix_socket_directories = ''\n"
-            )
-        kept = f"generated and kept in {self.files.password_file} (0600)" if generated else "from the environment"
-        say(
-            out,
-            f"metastore: PostgreSQL cluster initialised in {self.data} in {time.monotonic() - started:.1f}s "
-            f"(port {port}; password {kept})",
-        )
-
-    def start(self, out: TextIO, timeout_s: float) -> None:
-        port = self.port()
-        if port_in_use(port):
-            raise MetastoreError(
-                f"Port {port} of the PostgreSQL cluster in {self.data} is taken by another process; "
-                f"free it, or change `port` at the end of {self.data}/postgresql.conf"
-            )
-        started = time.monotonic()
-        run(
-            unprivileged(
-                [
-                    self.bin("pg_ctl"),
-                    "start",
-                    "--pgdata",
-                    str(self.data),
-                    "--log",
-                    str(self.files.postgres_log),
-                    "--wait",
-                    f"--timeout={int(timeout_s)}",
-                ]
-            ),
-            f"PostgreSQL (log: {self.files.postgres_log})",
-        )
-        say(out, f"metastore: PostgreSQL started on {HOST}:{port} in {time.monotonic() - started:.1f}s")
-
-    def psql(self, sql: str, database: str = "postgres") -> str:
-        """Run ``sql`` in ``database`` of the running cluster; its rows, unaligned."""
-        env = {**os.environ, "PGPASSWORD": self.password(), "PGCONNECT_TIMEOUT": "10"}
-        command = [self.bin("psql"), "-h", HOST, "-p", str(self.port()), "-U", DB_USER, "-d", database]
-        return run([*command, "-v", "ON_ERROR_STOP=1", "-tA", "-c", sql], "psql", env=env).strip()
-
-    def ensure(self, out: TextIO, timeout_s: float) -> Database:
-        """Initialised, running, with the metastore's database: the database."""
-        if not self.initialised():
-            self.init(out)
-        if self.running_pid() is None:
-            self.start(out, timeout_s)
-        if self.psql(f"select count(*) from pg_database where datname = '{DB_NAME}'") == "0":
-            self.psql(f"create database {DB_NAME}")
-            say(out, f"metastore: database {DB_NAME} created")
-        return self.database()
-
-    def stop(self, out: TextIO) -> bool:
-        if not self.initialised() or self.running_pid() is None:
-            return False
-        run(
-            unprivileged([self.bin("pg_ctl"), "stop", "--pgdata", str(self.data), "--mode=fast", "--wait"]),
-            "pg_ctl stop",
-        )
-        say(out, f"metastore: PostgreSQL stopped ({self.data})")
-        return True
-
-
-def external_database() -> Database | None:
-    """The existing database named by LATECOMER_METASTORE_DB_URL, if any."""
-    url = os.environ.get("LATECOMER_METASTORE_DB_URL")
-    if not url:
-        return None
-    if not url.startswith("jdbc:postgresql://"):
-        raise MetastoreError(f"LATECOMER_METASTORE_DB_URL={url!r} is not a jdbc:postgresql:// URL")
-    password = os.environ.get("LATECOMER_METASTORE_DB_PASSWORD")
-    if not password:
-        raise MetastoreError("LATECOMER_METASTORE_DB_URL is set: give its password in LATECOMER_METASTORE_DB_PASSWORD")
-    return Database(url, os.environ.get("LATECOMER_METASTORE_DB_USER") or DB_USER, password)
 
 
 # ------------------------------------------------------------ the service

@@ -18,7 +18,8 @@ from dbt.adapters.latecomer.impl import LatecomerAdapter
 from dbt_common.clients.agate_helper import table_from_data_flat
 
 from python_jobs.core import gate
-from python_jobs.core.gate import AllowedRange, Breach, GateConfigError, GateLimits, GroupFigures
+from python_jobs.core.gate_checks import AllowedRange, Breach
+from python_jobs.core.gate_figures import GROUP_DEFAULTS, LIMIT_NAMES, GateConfigError, GateLimits, GroupFigures
 from tests.pytest.conftest import ROOT
 
 DEFAULTS = yaml.safe_load((ROOT / "dbt_project.yml").read_text())["vars"]["publication_gate"]
@@ -373,11 +374,11 @@ def test_checks_are_logged_with_the_limits() -> None:
 
 
 def test_the_code_defaults_are_the_projects() -> None:
-    assert {name: DEFAULTS[name] for name in gate.GROUP_DEFAULTS} == {
-        name: list(value) if isinstance(value, tuple) else value for name, value in gate.GROUP_DEFAULTS.items()
+    assert {name: DEFAULTS[name] for name in GROUP_DEFAULTS} == {
+        name: list(value) if isinstance(value, tuple) else value for name, value in GROUP_DEFAULTS.items()
     }
     # a var naming only the table limits takes the code's per-group defaults
-    table_only = GateLimits.from_mapping({name: DEFAULTS[name] for name in gate.LIMIT_NAMES})
+    table_only = GateLimits.from_mapping({name: DEFAULTS[name] for name in LIMIT_NAMES})
     assert table_only.settings == LIMITS.settings
 
 

@@ -189,9 +189,10 @@ def test_each_alert_fires_on_a_crafted_feed(project: Project, write_ndjson) -> N
 
 def test_report_loads_the_built_sample(built_sample: Project) -> None:
     """The report's loader on real tables: its figures equal the reference's."""
-    from python_jobs.operations import report
+    from python_jobs.operations.report_page import render_report
+    from python_jobs.operations.report_queries import load_datasets
 
-    data = report.load_datasets(built_sample.spark, built_sample.schema)
+    data = load_datasets(built_sample.spark, built_sample.schema)
     arrivals = sample_arrivals()
     lateness: dict[str, list[int]] = {}
     for a in arrivals:
@@ -213,5 +214,5 @@ def test_report_loads_the_built_sample(built_sample: Project) -> None:
         row["first_net_revenue"] == row["current_net_revenue"] for row in data.live_vs_final
     )
     assert data.restatements == []
-    html = report.render_report(data)
+    html = render_report(data)
     assert html.count("<svg") >= 3

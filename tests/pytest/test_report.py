@@ -25,8 +25,8 @@ from matplotlib import image
 
 from python_jobs.core.constants import REVENUE_MEASURES
 from python_jobs.core.spark_config import SparkConfigError
-from python_jobs.operations import report
-from python_jobs.operations.report import LATENESS_THRESHOLDS_SECONDS, ReportData
+from python_jobs.operations import report, report_drawing, report_page, report_queries
+from python_jobs.operations.report_data import LATENESS_THRESHOLDS_SECONDS, ReportData
 from tests.pytest.browser import require_chromium, run_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,7 +264,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     written = {}
     for name, data in {"full": full_data(), "empty": ReportData()}.items():
         path = folder / f"{name}.html"
-        path.write_text(report.render_report(data, generated_at=datetime(2024, 1, 21, 12, 0)), encoding="utf-8")
+        path.write_text(report_page.render_report(data, generated_at=datetime(2024, 1, 21, 12, 0)), encoding="utf-8")
         written[name] = path
     return written
 
@@ -442,21 +442,21 @@ def test_svg_references_resolve_inside_their_chart(pages: dict[str, Path]) -> No
 
 
 def test_summaries_one_line_per_chart() -> None:
-    summaries = {chart.key: chart.summary for chart in report.build_charts(full_data())}
+    summaries = {chart.key: chart.summary for chart in report_page.build_charts(full_data())}
     assert list(summaries) == [*CHART_KEYS, "holds"]
     assert summaries["holds"] == "1 open hold(s), 1 closed; decide with python -m python_jobs.landing.steward holds"
     assert summaries["lateness-cdf"].startswith("3 source(s), 16 events")
     assert summaries["restatements"] == "3 restated row(s) in 2 run(s), 2 partition(s); net revenue -2.25"
     assert summaries["live-vs-final"].startswith("3 event date(s), 2 moved")
     assert summaries["quarantine"] == "11 row(s): 7 quarantined, 2 released, 2 rejected"
-    empty = report.build_charts(ReportData())
+    empty = report_page.build_charts(ReportData())
     assert {chart.summary for chart in empty} == {"no data yet"}
 
 
 def test_threshold_grid_and_labels() -> None:
     assert LATENESS_THRESHOLDS_SECONDS[0] == 0
     assert list(LATENESS_THRESHOLDS_SECONDS) == sorted(set(LATENESS_THRESHOLDS_SECONDS))
-    labels = [report.threshold_label(s) for s in LATENESS_THRESHOLDS_SECONDS]
+    labels = [report_drawing.threshold_label(s) for s in LATENESS_THRESHOLDS_SECONDS]
     assert labels[:5] == ["0", "5 min", "15 min", "30 min", "1 h"]
     assert labels[-1] == "720 h"
 
@@ -465,15 +465,15 @@ def test_lateness_rows_from_sparks_wide_rows() -> None:
     wide = {"source_system": "web", "events": 4}
     wide.update({f"within_{s}": (1 if s < 3600 else 3 if s < 86_400 else 4) for s in LATENESS_THRESHOLDS_SECONDS})
     wide["within_0"] = None  # count_if over no rows of a group cannot be null, but be safe
-    rows = report.lateness_rows([wide])
+    rows = report_queries.lateness_rows([wide])
     assert len(rows) == len(LATENESS_THRESHOLDS_SECONDS)
     assert rows[0] == {"source_system": "web", "threshold_seconds": 0, "arrived_within": 0, "events": 4}
     assert {r["threshold_seconds"]: r["arrived_within"] for r in rows}[3600] == 3
-    assert report.lateness_rows([]) == []
+    assert report_queries.lateness_rows([]) == []
 
 
 def test_lateness_sql_counts_every_threshold_over_parsed_rows() -> None:
-    sql = report.lateness_sql("demo")
+    sql = report_queries.lateness_sql("demo")
     assert "from demo_silver.silver_event_arrivals" in sql
     assert "where parse_error is null" in sql
     for seconds in LATENESS_THRESHOLDS_SECONDS:
@@ -489,14 +489,14 @@ def test_manifest_sql_reads_the_keys_the_manifest_writes() -> None:
     assert "revenue_measure_names())" in model and "net_revenue" in REVENUE_MEASURES
     assert "{{ json_of('after_rows', keys) }} as row_key" in macro
     assert "'net_revenue'" not in macro.split("macro publication_columns")[1].split("endmacro")[0]
-    for sql in (report.restatements_sql("demo"), report.live_vs_final_sql("demo")):
+    for sql in (report_queries.restatements_sql("demo"), report_queries.live_vs_final_sql("demo")):
         assert "demo_audit.gold_change_manifest" in sql
         assert "model = 'gold_daily_revenue'" in sql
         assert "'$.net_revenue'" in sql
-    assert "get_json_object(row_key, '$.source_system')" in report.restatements_sql("demo")
-    assert "change = 'restated'" in report.restatements_sql("demo")
-    assert "limit 500" in report.restatements_sql("demo")
-    assert "from demo_gold.gold_daily_revenue" in report.live_vs_final_sql("demo")
+    assert "get_json_object(row_key, '$.source_system')" in report_queries.restatements_sql("demo")
+    assert "change = 'restated'" in report_queries.restatements_sql("demo")
+    assert "limit 500" in report_queries.restatements_sql("demo")
+    assert "from demo_gold.gold_daily_revenue" in report_queries.live_vs_final_sql("demo")
 
 
 def test_targets_and_schemas(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,8 +21,10 @@ import pytest
 from dbt.adapters.latecomer.impl import LatecomerAdapter
 from dbt.clients.yaml_helper import load_yaml_text
 
-from python_jobs.core import spark_config, versions
-from python_jobs.landing import ingest, steward
+from python_jobs.core import spark_config
+from python_jobs.core.versions.records import VersionsError
+from python_jobs.core.versions.restore import restore_request
+from python_jobs.landing import feeds, steward
 from python_jobs.operations import restore, run_operation, thrift_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,13 +36,13 @@ GOLD = ["gold_daily_revenue", "gold_hourly_revenue"]
 
 @pytest.mark.parametrize(("given", "canonical"), [("web", "web"), (" WEB ", "web"), ("Partner_2", "partner_2")])
 def test_source_names_are_trimmed_and_lower_cased(given: str, canonical: str) -> None:
-    assert ingest.canonical_source(given) == canonical
+    assert feeds.canonical_source(given) == canonical
 
 
 @pytest.mark.parametrize("given", ["", "  ", "we-b", "w\u00e9b", "\u212aey", "web;drop", "a" * 65, "web\x1b"])
 def test_source_names_outside_the_safe_pattern_are_refused(given: str) -> None:
-    with pytest.raises(ingest.IngestError, match=r"\[a-z0-9_\]"):
-        ingest.canonical_source(given)
+    with pytest.raises(feeds.IngestError, match=r"\[a-z0-9_\]"):
+        feeds.canonical_source(given)
 
 
 # ---------------------------------------------------------- state folders
@@ -159,7 +161,7 @@ def test_thrift_server_with_authentication_may_listen_beyond_loopback() -> None:
 
 
 def test_steward_escapes_control_characters() -> None:
-    hostile = "id\x1b]0;owned\x07\x1b[2J\r\n\t\x00\x9b\u202e\u2028end \u00e9 \\ \"q\""
+    hostile = 'id\x1b]0;owned\x07\x1b[2J\r\n\t\x00\x9b\u202e\u2028end \u00e9 \\ "q"'
     shown = steward.printable(hostile)
     assert shown == 'id\\x1b]0;owned\\x07\\x1b[2J\\r\\n\\t\\x00\\x9b\\u202e\\u2028end \u00e9 \\ "q"'
     assert steward.printable(None) == "null"
@@ -260,7 +262,7 @@ def test_restore_hands_values_to_dbt_as_quoted_yaml(monkeypatch: pytest.MonkeyPa
         return Result()
 
     monkeypatch.setattr(run_operation.DbtRunner, "invoke", invoke)
-    reason = "it's \"odd\": {a: b}, [x] # not a comment \\ $(id) `id` \n\t\x85\x9f \u00e9 \U0001f600"
+    reason = 'it\'s "odd": {a: b}, [x] # not a comment \\ $(id) `id` \n\t\x85\x9f \u00e9 \U0001f600'
     monkeypatch.setenv(restore.ENV["reason"], reason)
     monkeypatch.setenv(restore.ENV["model"], "gold_daily_revenue")
     monkeypatch.setenv(restore.ENV["version"], "")
@@ -305,8 +307,8 @@ def test_restore_refuses_text_that_is_not_utf8(monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize("model", ["late_arrival_audit", "silver_event_arrivals", "silver_events", "table_restores"])
 def test_restore_refuses_models_other_than_the_restated_gold_ones(model: str) -> None:
-    with pytest.raises(versions.VersionsError) as error:
-        versions.restore_request(model, version="1", reason="x", allowed_models=GOLD)
+    with pytest.raises(VersionsError) as error:
+        restore_request(model, version="1", reason="x", allowed_models=GOLD)
     assert str(error.value).startswith(
         f"restore_table restores the restated gold models only (gold_daily_revenue, gold_hourly_revenue), not {model}"
     )
@@ -315,7 +317,7 @@ def test_restore_refuses_models_other_than_the_restated_gold_ones(model: str) ->
 
 
 def test_restore_accepts_a_restated_gold_model() -> None:
-    assert versions.restore_request("gold_hourly_revenue", version="1", reason="x", allowed_models=GOLD).model == (
+    assert restore_request("gold_hourly_revenue", version="1", reason="x", allowed_models=GOLD).model == (
         "gold_hourly_revenue"
     )
 

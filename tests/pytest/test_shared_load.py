@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from python_jobs.operations import metastore
+from python_jobs.operations import metastore_class_path, metastore_state
 from tests.pytest.conftest import TEST_FORMAT, TEST_TARGET
 from tests.pytest.event_rows import correction
 from tests.pytest.load_driver import LANDERS
@@ -155,14 +155,14 @@ def finish(role: str, process: subprocess.Popen[bytes], run: Path, deadline: flo
 
 @pytest.fixture(scope="module")
 def load(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    metastore.fetch(sys.stdout)
+    metastore_class_path.fetch(sys.stdout)
     state = tmp_path_factory.mktemp("shared-load")
     run = state / "run"
     run.mkdir()
     env = {
         **os.environ,
         "LATECOMER_STATE_DIR": str(state),
-        "LATECOMER_METASTORE_PORT": str(metastore.free_port()),
+        "LATECOMER_METASTORE_PORT": str(metastore_state.free_port()),
         "LATECOMER_SCHEMA": SCHEMA,
         "LATECOMER_TABLE_FORMAT": TEST_FORMAT,
         "LATECOMER_TARGET": TEST_TARGET,
@@ -185,7 +185,7 @@ def load(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     assert started.returncode == 0, started.stdout + started.stderr
     uri = [line for line in started.stdout.splitlines() if line.startswith("LATECOMER_METASTORE_URI=")][-1]
     env["LATECOMER_METASTORE_URI"] = uri.split("=", 1)[1]
-    port = metastore.free_port()
+    port = metastore_state.free_port()
     env["LATECOMER_THRIFT_PORT"] = str(port)
 
     base = (datetime.now(UTC) - timedelta(days=2)).replace(second=0, microsecond=0)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from python_jobs.operations import metastore
+from python_jobs.operations import metastore, metastore_class_path, metastore_postgres, metastore_state
 
 ROOT = Path(__file__).resolve().parents[2]
 APPENDS = 10
@@ -67,12 +67,12 @@ def uri_of(output: str) -> str:
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
-    metastore.fetch(sys.stdout)
+    metastore_class_path.fetch(sys.stdout)
     state = tmp_path_factory.mktemp("shared-catalog")
     env = {
         **os.environ,
         "LATECOMER_STATE_DIR": str(state),
-        "LATECOMER_METASTORE_PORT": str(metastore.free_port()),
+        "LATECOMER_METASTORE_PORT": str(metastore_state.free_port()),
         # Commands over little data: the quick JIT, and a small heap each.
         "LATECOMER_JVM_PROFILE": "short",
         "LATECOMER_DRIVER_MEMORY": "1g",
@@ -131,15 +131,15 @@ def listening_addresses(port: int) -> set[str]:
 
 
 def test_the_cluster_and_the_service_listen_on_loopback_only(shared: Shared) -> None:
-    running = metastore.read_pid_file(metastore.Files(shared.state))
+    running = metastore.read_pid_file(metastore_state.Files(shared.state))
     assert running is not None and metastore.answers(running.port)
-    cluster = metastore.Cluster(metastore.Files(shared.state))
+    cluster = metastore_postgres.Cluster(metastore_state.Files(shared.state))
     assert "listen_addresses = '127.0.0.1'" in (cluster.data / "postgresql.conf").read_text()
     assert "database metastore created" in shared.start_output
     assert "schema created" in shared.start_output
-    password = metastore.Files(shared.state).password_file
+    password = metastore_state.Files(shared.state).password_file
     assert password.stat().st_mode & 0o777 == 0o600
-    assert metastore.Files(shared.state).site_file.stat().st_mode & 0o777 == 0o600
+    assert metastore_state.Files(shared.state).site_file.stat().st_mode & 0o777 == 0o600
     # The service listens on 127.0.0.1, not on every interface as Hive's own main does.
     assert listening_addresses(running.port) == {"127.0.0.1"}
     assert listening_addresses(cluster.port()) == {"127.0.0.1"}
@@ -181,8 +181,8 @@ def test_two_processes_append_to_one_iceberg_table_at_once_and_lose_nothing(shar
     assert max(begin for begin, _ in windows.values()) < min(end for _, end in windows.values()), windows
 
     # Every commit took the service's lock on the table (Hive hands out lock ids in sequence).
-    cluster = metastore.Cluster(metastore.Files(shared.state))
-    locks = int(cluster.psql("select nl_next from next_lock_id", database=metastore.DB_NAME)) - 1
+    cluster = metastore_postgres.Cluster(metastore_state.Files(shared.state))
+    locks = int(cluster.psql("select nl_next from next_lock_id", database=metastore_state.DB_NAME)) - 1
     assert locks >= APPENDS * len(WORKERS)
 
     overlap_s = min(end for _, end in windows.values()) - max(begin for begin, _ in windows.values())
@@ -208,8 +208,8 @@ def test_a_delta_session_creates_and_reads_a_table_through_the_same_metastore(sh
     # One catalog: the Iceberg table of the other test is listed beside it.
     assert result["tables"] == ["appends", "delta_check"]
     # ... and it lives in PostgreSQL.
-    cluster = metastore.Cluster(metastore.Files(shared.state))
-    tables = cluster.psql('select "TBL_NAME" from "TBLS" order by 1', database=metastore.DB_NAME).split()
+    cluster = metastore_postgres.Cluster(metastore_state.Files(shared.state))
+    tables = cluster.psql('select "TBL_NAME" from "TBLS" order by 1', database=metastore_state.DB_NAME).split()
     assert tables == ["appends", "delta_check"]
     print(
         f"\nDelta through the shared metastore: session {result['session_s']:.1f}s, "
@@ -218,14 +218,14 @@ def test_a_delta_session_creates_and_reads_a_table_through_the_same_metastore(sh
 
 
 def test_stop_stops_both_and_a_stale_pid_file_is_set_aside(shared: Shared) -> None:
-    files = metastore.Files(shared.state)
+    files = metastore_state.Files(shared.state)
     running = metastore.read_pid_file(files)
     assert running is not None
     stopped = cli("stop", env=shared.env)
     assert stopped.returncode == 0, stopped.stderr
     assert "Hive metastore stopped" in stopped.stdout and "PostgreSQL stopped" in stopped.stdout
     assert not metastore.answers(running.port)
-    assert metastore.Cluster(files).running_pid() is None
+    assert metastore_postgres.Cluster(files).running_pid() is None
     files.pid_file.write_text(f"{running.pid}\n{running.port}\n")  # a pid no process has any more
     status = cli("status", env=shared.env)
     assert status.returncode == 3 and "not running" in status.stdout
@@ -238,15 +238,15 @@ def test_stop_stops_both_and_a_stale_pid_file_is_set_aside(shared: Shared) -> No
 
 
 def test_the_service_configuration_escapes_the_password() -> None:
-    database = metastore.Database("jdbc:postgresql://127.0.0.1:5432/metastore", "latecomer", 'p<&>"w')
+    database = metastore_state.Database("jdbc:postgresql://127.0.0.1:5432/metastore", "latecomer", 'p<&>"w')
     xml = metastore.site_xml(database, "/data/warehouse")
     assert '<value>p&lt;&amp;&gt;"w</value>' in xml
     assert "<name>metastore.warehouse.dir</name><value>/data/warehouse</value>" in xml
 
 
 def test_a_port_that_is_not_a_metastore_does_not_answer() -> None:
-    assert not metastore.answers(metastore.free_port(), timeout_s=1)
+    assert not metastore.answers(metastore_state.free_port(), timeout_s=1)
     with socket.socket() as listener:  # accepts, then says nothing
-        listener.bind((metastore.HOST, 0))
+        listener.bind((metastore_state.HOST, 0))
         listener.listen()
         assert not metastore.answers(listener.getsockname()[1], timeout_s=1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from python_jobs.landing import stream
-from python_jobs.landing.ingest import CUSTOMERS, EVENTS, IngestError
+from python_jobs.landing.feeds import CUSTOMERS, EVENTS, IngestError
 from python_jobs.operations import kafka_broker
 from tooling.bench.stream_ingest import summarize
 

@@ -21,15 +21,11 @@ import pytest
 from dbt.adapters.latecomer.impl import LatecomerAdapter
 from dbt_common.clients.agate_helper import table_from_data_flat
 
-from python_jobs.core import versions
-from python_jobs.core.versions import (
-    MaintenanceTotals,
-    PartitionLayout,
-    RestoreRequest,
-    RetentionBoundary,
-    TableVersion,
-    VersionsError,
-)
+from python_jobs.core.versions import partitions, records, restore, retention
+from python_jobs.core.versions.partitions import PartitionLayout
+from python_jobs.core.versions.records import TableVersion, VersionsError
+from python_jobs.core.versions.restore import RestoreRequest
+from python_jobs.core.versions.retention import MaintenanceTotals, RetentionBoundary
 
 RUN_1 = TableVersion("111", "2024-01-22 10:00:00.000000", "2024-01-22 10:00:00.000000", "append")
 RUN_2 = TableVersion("222", "2024-01-22 12:00:00.000000", "2024-01-22 12:00:00.000000", "overwrite")
@@ -65,24 +61,24 @@ def agate(rows: list[dict]) -> object:
     ],
 )
 def test_version_current_at(at: str, expected: TableVersion | None) -> None:
-    assert versions.version_current_at(LOG, at) == expected
+    assert records.version_current_at(LOG, at) == expected
 
 
 def test_version_current_at_reads_aware_datetimes_in_utc() -> None:
     at = datetime(2024, 1, 22, 7, 0, tzinfo=timezone(timedelta(hours=-5)))  # 12:00 UTC
-    assert versions.version_current_at(LOG, at) == RUN_2
+    assert records.version_current_at(LOG, at) == RUN_2
 
 
 def test_version_current_at_refuses_what_is_no_time() -> None:
     with pytest.raises(VersionsError, match="Cannot read 'yesterday' as a point in time."):
-        versions.version_current_at(LOG, "yesterday")
+        records.version_current_at(LOG, "yesterday")
 
 
 def test_version_with_id_takes_the_latest_entry() -> None:
-    assert versions.version_with_id(LOG, "111") == RESTORE
-    assert versions.version_with_id(LOG, "333") == RUN_3
-    assert versions.version_with_id(LOG, "999") is None
-    assert versions.version_with_id([], "111") is None
+    assert records.version_with_id(LOG, "111") == RESTORE
+    assert records.version_with_id(LOG, "333") == RUN_3
+    assert records.version_with_id(LOG, "999") is None
+    assert records.version_with_id([], "111") is None
 
 
 RUN_AT = {1: datetime(2024, 1, 22, 10, 0), 2: datetime(2024, 1, 22, 12, 0), 3: datetime(2024, 1, 22, 16, 0)}
@@ -99,21 +95,21 @@ def runs(invocation_run: int | None) -> list[dict]:
 
 def test_version_left_by_invocation() -> None:
     # run 1 left snapshot 111, which is current again after the restore: the latest entry
-    assert versions.version_left_by_invocation(LOG, runs(1)) == RESTORE
-    assert versions.version_left_by_invocation(LOG, runs(2)) == RUN_2
+    assert records.version_left_by_invocation(LOG, runs(1)) == RESTORE
+    assert records.version_left_by_invocation(LOG, runs(2)) == RUN_2
     # an invocation id no retained version carries
-    assert versions.version_left_by_invocation(LOG, runs(None)) is None
-    assert versions.version_left_by_invocation([], []) is None
+    assert records.version_left_by_invocation(LOG, runs(None)) is None
+    assert records.version_left_by_invocation([], []) is None
 
 
 def test_checked_invocation_id() -> None:
     columns = ["event_date", "Invocation_Id", "CHANGED_RUN_AT"]
-    assert versions.checked_invocation_id("  4f0c-aa_1 ", RELATION, columns) == "4f0c-aa_1"
+    assert records.checked_invocation_id("  4f0c-aa_1 ", RELATION, columns) == "4f0c-aa_1"
     with pytest.raises(VersionsError) as error:
-        versions.checked_invocation_id("x'; drop", RELATION, columns)
+        records.checked_invocation_id("x'; drop", RELATION, columns)
     assert str(error.value) == "An invocation id looks like a UUID, got 'x'; drop'"
     with pytest.raises(VersionsError) as error:
-        versions.checked_invocation_id("abc", RELATION, ["invocation_id"])
+        records.checked_invocation_id("abc", RELATION, ["invocation_id"])
     assert str(error.value) == (
         "latecomer_gold.gold_daily_revenue has no invocation_id and changed_run_at columns, so its versions"
         " cannot be mapped to runs; use version or as_of_time instead."
@@ -130,7 +126,7 @@ def test_iceberg_versions_mark_a_snapshot_made_current_again_as_restore() -> Non
         {**RESTORE.as_dict(), "operation": "append"},  # the snapshot's own operation
         {**RUN_3.as_dict(), "operation": "overwrite"},
     ]
-    assert versions.iceberg_versions(rows) == LOG
+    assert records.iceberg_versions(rows) == LOG
 
 
 def test_delta_versions_oldest_first_in_utc() -> None:
@@ -140,7 +136,7 @@ def test_delta_versions_oldest_first_in_utc() -> None:
         {"version": 1, "timestamp": datetime(2024, 1, 22, 11, 30, tzinfo=berlin), "operation": "MERGE"},
         {"version": 0, "timestamp": datetime(2024, 1, 22, 9, 0, 0, 250000, tzinfo=UTC), "operation": "WRITE"},
     ]
-    assert versions.delta_versions(history) == [
+    assert records.delta_versions(history) == [
         TableVersion("0", "2024-01-22 09:00:00.250000", "2024-01-22 09:00:00.250000", "write"),
         TableVersion("1", "2024-01-22 10:30:00.000000", "2024-01-22 10:30:00.000000", "merge"),
         TableVersion("2", "2024-01-22 12:00:00.000", "2024-01-22 12:00:00.000", "restore"),
@@ -158,8 +154,8 @@ def test_changed_versions_skip_versions_that_left_the_partition_as_it_was() -> N
         {"version": "4", "fingerprint": "empty"},  # the partition's rows were deleted
         {"version": "5", "fingerprint": "empty"},
     ]
-    assert [entry.version for entry in versions.changed_versions(log, fingerprints)] == ["1", "3", "4"]
-    assert versions.changed_versions(log, [{"version": str(n), "fingerprint": "empty"} for n in range(6)]) == []
+    assert [entry.version for entry in partitions.changed_versions(log, fingerprints)] == ["1", "3", "4"]
+    assert partitions.changed_versions(log, [{"version": str(n), "fingerprint": "empty"} for n in range(6)]) == []
 
 
 @pytest.mark.parametrize(
@@ -179,7 +175,7 @@ def test_changed_versions_skip_versions_that_left_the_partition_as_it_was() -> N
     ],
 )
 def test_measure_delta(current: str | None, previous: str | None, delta: str | None) -> None:
-    assert versions.measure_delta(current, previous) == delta
+    assert partitions.measure_delta(current, previous) == delta
 
 
 def test_partition_layout() -> None:
@@ -194,14 +190,14 @@ def test_partition_layout() -> None:
         ("restatement_reason", "string"),
         ("changed_run_at", "timestamp"),
     ]
-    layout = versions.partition_layout(RELATION, columns, "EVENT_DATE", ["source_system"])
+    layout = partitions.partition_layout(RELATION, columns, "EVENT_DATE", ["source_system"])
     assert layout == PartitionLayout(
         keys=("source_system",),
         measures=("orders", "gross_revenue", "share"),
         extras=("status", "version", "restatement_reason"),
     )
     with pytest.raises(VersionsError) as error:
-        versions.partition_layout(RELATION, columns, "event_hour", [])
+        partitions.partition_layout(RELATION, columns, "event_hour", [])
     assert str(error.value) == "latecomer_gold.gold_daily_revenue has no column event_hour."
 
 
@@ -229,7 +225,7 @@ STATE_ROWS = [
 
 
 def test_partition_states_pair_rows_by_key() -> None:
-    first, second = versions.partition_states([RUN_1, RUN_2], STATE_ROWS, LAYOUT)
+    first, second = partitions.partition_states([RUN_1, RUN_2], STATE_ROWS, LAYOUT)
     assert first.version == RUN_1 and second.version == RUN_2
     assert [row.as_dict(LAYOUT) for row in first.rows] == [
         {
@@ -299,7 +295,7 @@ def test_partition_states_nulls_sort_first_and_pair_null_safely() -> None:
         {"state_rank": 1, "region": "eu", "orders": "1"},
         {"state_rank": 1, "region": None, "orders": "4"},
     ]
-    _, second = versions.partition_states([RUN_1, RUN_2], rows, layout)
+    _, second = partitions.partition_states([RUN_1, RUN_2], rows, layout)
     assert [(row.key, row.deltas["orders"], row.is_new) for row in second.rows] == [
         ((None,), "+3", False),
         (("eu",), None, True),
@@ -307,9 +303,9 @@ def test_partition_states_nulls_sort_first_and_pair_null_safely() -> None:
 
 
 def test_partition_history_report_words_each_state() -> None:
-    states = versions.partition_states([RUN_1, RUN_2], STATE_ROWS, LAYOUT)
-    history = versions.partition_history(LAYOUT, states, table_versions=4)
-    assert versions.partition_history_report(RELATION, "event_date", "2024-01-03", history) == [
+    states = partitions.partition_states([RUN_1, RUN_2], STATE_ROWS, LAYOUT)
+    history = partitions.partition_history(LAYOUT, states, table_versions=4)
+    assert partitions.partition_history_report(RELATION, "event_date", "2024-01-03", history) == [
         "gold_versions: latecomer_gold.gold_daily_revenue where event_date = 2024-01-03: 2 published version(s)"
         " of its rows among 4 table version(s)",
         "version 111  current from 2024-01-22 10:00:00.000000 UTC  append",
@@ -323,13 +319,13 @@ def test_partition_history_report_words_each_state() -> None:
 
 
 def test_partition_history_report_of_an_empty_state_and_no_history() -> None:
-    states = versions.partition_states([RUN_1], [], LAYOUT)
-    history = versions.partition_history(LAYOUT, states, table_versions=1)
-    assert versions.partition_history_report(RELATION, "event_date", "2024-01-05", history)[1:] == [
+    states = partitions.partition_states([RUN_1], [], LAYOUT)
+    history = partitions.partition_history(LAYOUT, states, table_versions=1)
+    assert partitions.partition_history_report(RELATION, "event_date", "2024-01-05", history)[1:] == [
         "version 111  current from 2024-01-22 10:00:00.000000 UTC  append",
         "    no rows",
     ]
-    nothing = versions.partition_history(LAYOUT, [], table_versions=0)
+    nothing = partitions.partition_history(LAYOUT, [], table_versions=0)
     assert nothing == {
         "states": [],
         "keys": ["source_system"],
@@ -337,7 +333,7 @@ def test_partition_history_report_of_an_empty_state_and_no_history() -> None:
         "extras": ["status", "version"],
         "table_versions": 0,
     }
-    assert versions.partition_history_report(RELATION, "event_date", "2024-01-05", nothing) == [
+    assert partitions.partition_history_report(RELATION, "event_date", "2024-01-05", nothing) == [
         "gold_versions: latecomer_gold.gold_daily_revenue where event_date = 2024-01-05: 0 published version(s)"
         " of its rows among 0 table version(s)"
     ]
@@ -375,12 +371,12 @@ ALLOWED = ("gold_daily_revenue", "m")
 )
 def test_restore_request_refuses(arguments: dict, message: str) -> None:
     with pytest.raises(VersionsError) as error:
-        versions.restore_request(**arguments, allowed_models=ALLOWED)
+        restore.restore_request(**arguments, allowed_models=ALLOWED)
     assert message in str(error.value)
 
 
 def test_restore_request() -> None:
-    request = versions.restore_request(
+    request = restore.restore_request(
         model="gold_daily_revenue",
         version=" ",
         as_of_time=" 2024-01-22T13:00 ",
@@ -405,16 +401,16 @@ KNOWN = (
 
 
 def test_restore_target_missing() -> None:
-    by_version = versions.restore_request("m", version=" 999", reason="x", allowed_models=ALLOWED)
-    assert versions.restore_target_missing(by_version, RELATION, LOG) == (
+    by_version = restore.restore_request("m", version=" 999", reason="x", allowed_models=ALLOWED)
+    assert restore.restore_target_missing(by_version, RELATION, LOG) == (
         f"Unknown version 999 of {RELATION} (never existed or expired); {KNOWN}"
     )
-    by_time = versions.restore_request("m", as_of_time="2024-01-01 ", reason="x", allowed_models=ALLOWED)
-    assert versions.restore_target_missing(by_time, RELATION, LOG) == (
+    by_time = restore.restore_request("m", as_of_time="2024-01-01 ", reason="x", allowed_models=ALLOWED)
+    assert restore.restore_target_missing(by_time, RELATION, LOG) == (
         f"{RELATION} had no version at 2024-01-01  (or it has expired); {KNOWN}"
     )
-    by_run = versions.restore_request("m", invocation_id="abc", reason="x", allowed_models=ALLOWED)
-    assert versions.restore_target_missing(by_run, RELATION, []) == (
+    by_run = restore.restore_request("m", invocation_id="abc", reason="x", allowed_models=ALLOWED)
+    assert restore.restore_target_missing(by_run, RELATION, []) == (
         f"No retained version of {RELATION} was written by dbt invocation abc"
         " (no row of any retained version carries it as its newest run); its retained versions, oldest first: none"
     )
@@ -422,63 +418,63 @@ def test_restore_target_missing() -> None:
 
 def test_retained_versions_lists_the_last_ten() -> None:
     log = [TableVersion(str(n), f"t{n}", f"t{n}", "append") for n in range(12)]
-    assert versions.retained_versions_text(log) == (
+    assert restore.retained_versions_text(log) == (
         "its retained versions, oldest first (last 10): " + "; ".join(f"{n} (t{n}, append)" for n in range(2, 12))
     )
-    assert versions.retained_versions_text(log[:10]).startswith("its retained versions, oldest first: 0 (t0")
+    assert restore.retained_versions_text(log[:10]).startswith("its retained versions, oldest first: 0 (t0")
 
 
 # -------------------------------------------------------------- retention
 
 
 def test_retention_boundary_cutoff_exactly_at_a_commit() -> None:
-    boundary = versions.retention_boundary(LOG, "2024-01-22 12:00:00.000000")
+    boundary = retention.retention_boundary(LOG, "2024-01-22 12:00:00.000000")
     # run 2 was current at the cutoff; the restore made run 1's snapshot (created 10:00) current again
     assert boundary == RetentionBoundary(expire_before="2024-01-22 10:00:00.000000", protected=(RUN_2, RESTORE, RUN_3))
 
 
 def test_retention_boundary_between_commits_and_after_the_last() -> None:
-    assert versions.retention_boundary(LOG, "2024-01-22 15:00:00.000000") == RetentionBoundary(
+    assert retention.retention_boundary(LOG, "2024-01-22 15:00:00.000000") == RetentionBoundary(
         expire_before="2024-01-22 10:00:00.000000", protected=(RESTORE, RUN_3)
     )
-    assert versions.retention_boundary(LOG, "2024-01-22 17:00:00.000000") == RetentionBoundary(
+    assert retention.retention_boundary(LOG, "2024-01-22 17:00:00.000000") == RetentionBoundary(
         expire_before="2024-01-22 16:00:00.000000", protected=(RUN_3,)
     )
     # a minute before run 3's commit: the restore entry is current, run 1's snapshot stays
-    assert versions.retention_boundary(LOG, "2024-01-22 15:59:00.000000").protected == (RESTORE, RUN_3)
+    assert retention.retention_boundary(LOG, "2024-01-22 15:59:00.000000").protected == (RESTORE, RUN_3)
 
 
 def test_retention_boundary_before_the_first_commit_protects_everything() -> None:
-    boundary = versions.retention_boundary(LOG, "2024-01-22 09:00:00.000000")
+    boundary = retention.retention_boundary(LOG, "2024-01-22 09:00:00.000000")
     assert boundary == RetentionBoundary(expire_before="2024-01-22 09:00:00.000000", protected=tuple(LOG))
-    assert versions.retention_boundary([], "2024-01-22 09:00:00.000000") == RetentionBoundary(
+    assert retention.retention_boundary([], "2024-01-22 09:00:00.000000") == RetentionBoundary(
         expire_before="2024-01-22 09:00:00.000000", protected=()
     )
 
 
 def test_expiry_outcome() -> None:
-    outcome = versions.expiry_outcome(LOG, [RESTORE, RUN_3], protected=(RESTORE, RUN_3))
+    outcome = retention.expiry_outcome(LOG, [RESTORE, RUN_3], protected=(RESTORE, RUN_3))
     assert outcome.expired == ("222",) and outcome.lost == ()
-    outcome = versions.expiry_outcome(LOG, [RUN_3], protected=(RUN_2, RESTORE, RUN_3))
+    outcome = retention.expiry_outcome(LOG, [RUN_3], protected=(RUN_2, RESTORE, RUN_3))
     assert outcome.expired == ("111", "222") and outcome.lost == (RUN_2, RESTORE)
 
 
 def test_properties_to_set() -> None:
     wanted = {"history.expire.max-snapshot-age-ms": "3196800000", "history.expire.min-snapshots-to-keep": "2"}
     current = [("history.expire.min-snapshots-to-keep", 2), ("format-version", "2")]
-    assert versions.properties_to_set(wanted, current) == {"history.expire.max-snapshot-age-ms": "3196800000"}
+    assert retention.properties_to_set(wanted, current) == {"history.expire.max-snapshot-age-ms": "3196800000"}
     current.append(("history.expire.max-snapshot-age-ms", "3196800000"))
-    assert versions.properties_to_set(wanted, current) == {}
+    assert retention.properties_to_set(wanted, current) == {}
 
 
 # ------------------------------------------------------------ maintenance
 
-BOUNDARY = versions.retention_boundary(LOG, "2024-01-22 15:00:00.000000")
+BOUNDARY = retention.retention_boundary(LOG, "2024-01-22 15:00:00.000000")
 PROPERTY = ["history.expire.max-snapshot-age-ms"]
 
 
 def test_table_maintenance() -> None:
-    done = versions.table_maintenance(
+    done = retention.table_maintenance(
         MaintenanceTotals(properties=1, rewritten=2),
         RELATION,
         False,
@@ -498,7 +494,7 @@ def test_table_maintenance() -> None:
 
 
 def test_table_maintenance_where_the_format_does_not_say() -> None:
-    done = versions.table_maintenance(
+    done = retention.table_maintenance(
         MaintenanceTotals(),
         RELATION,
         False,
@@ -518,7 +514,7 @@ def test_table_maintenance_where_the_format_does_not_say() -> None:
 
 
 def test_table_maintenance_dry_run_counts_candidates() -> None:
-    done = versions.table_maintenance(
+    done = retention.table_maintenance(
         MaintenanceTotals(expired=2),
         RELATION,
         True,
@@ -534,7 +530,7 @@ def test_table_maintenance_dry_run_counts_candidates() -> None:
         " 2024-01-22 10:00:00.000000; 5 orphan file(s); 2 of 4 version(s) protected"
     )
     assert done.totals == MaintenanceTotals(expired=3, orphans=5)
-    delta = versions.table_maintenance(
+    delta = retention.table_maintenance(
         MaintenanceTotals(), RELATION, True, PROPERTY, {}, LOG, BOUNDARY, {"candidates": None}, {"orphan_files": None}
     )
     assert delta.line.startswith(
@@ -545,7 +541,7 @@ def test_table_maintenance_dry_run_counts_candidates() -> None:
 
 def test_table_maintenance_fails_when_a_protected_version_is_lost() -> None:
     with pytest.raises(VersionsError) as error:
-        versions.table_maintenance(
+        retention.table_maintenance(
             MaintenanceTotals(), RELATION, False, [], {}, LOG, BOUNDARY, {}, {}, versions_after=[RUN_3]
         )
     assert str(error.value) == (
@@ -555,30 +551,30 @@ def test_table_maintenance_fails_when_a_protected_version_is_lost() -> None:
 
 
 def test_unversioned_table_maintenance() -> None:
-    done = versions.unversioned_table_maintenance(MaintenanceTotals(rewritten=1), PROPERTY)
+    done = retention.unversioned_table_maintenance(MaintenanceTotals(rewritten=1), PROPERTY)
     assert done.line == "    set history.expire.max-snapshot-age-ms; no version yet, nothing else to do"
     assert done.totals == MaintenanceTotals(properties=1, rewritten=1)
-    assert versions.unversioned_table_maintenance(MaintenanceTotals(), []).line == (
+    assert retention.unversioned_table_maintenance(MaintenanceTotals(), []).line == (
         "    no version yet, nothing else to do"
     )
 
 
 def test_maintenance_header_and_summary() -> None:
     cutoff = "2023-12-15 00:00:00.000000"
-    assert versions.maintenance_header(True, 3, "iceberg", 888, cutoff) == (
+    assert retention.maintenance_header(True, 3, "iceberg", 888, cutoff) == (
         "maintain_tables (dry run): 3 table(s), iceberg, horizon 888 h: versions current at or after"
         " 2023-12-15 00:00:00.000000 UTC stay readable"
     )
-    assert versions.maintenance_header(False, 3, "delta", 888, cutoff, now="2024-01-20 00:00").endswith(
+    assert retention.maintenance_header(False, 3, "delta", 888, cutoff, now="2024-01-20 00:00").endswith(
         "UTC stay readable (now = 2024-01-20 00:00)"
     )
     totals = MaintenanceTotals(properties=1, rewritten=2, expired=3, deleted=4, orphans=5)
-    assert versions.maintenance_summary(totals, False, 7, cutoff) == (
+    assert retention.maintenance_summary(totals, False, 7, cutoff) == (
         "maintain_tables summary: 7 table(s); retention properties set on 1; 2 data file(s) rewritten;"
         " 3 version(s) expired, 4 file(s) deleted; 5 orphan file(s) removed;"
         " nothing current at or after 2023-12-15 00:00:00.000000 UTC was expired."
     )
-    assert versions.maintenance_summary(totals, True, 7, cutoff) == (
+    assert retention.maintenance_summary(totals, True, 7, cutoff) == (
         "maintain_tables summary (dry run, nothing changed): 7 table(s); retention properties to set on 1;"
         " 2 data file(s) rewritten; 3 version(s) to expire, 4 file(s) deleted; 5 orphan file(s) found;"
         " nothing current at or after 2023-12-15 00:00:00.000000 UTC was expired."

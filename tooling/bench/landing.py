@@ -28,24 +28,32 @@ from tooling.bench.state import TableFormat, TableState, drop_schemas, schemas_o
 from tooling.synthetic import Batch, History
 
 # The files whose code decides what ingest lands (part of the landing key).
-INGEST_CODE = ("python_jobs/landing/ingest.py", "python_jobs/core/constants.py")
+INGEST_CODE = (
+    "python_jobs/landing/ingest.py",
+    "python_jobs/landing/feeds.py",
+    "python_jobs/landing/ingest_lines.py",
+    "python_jobs/landing/shapers.py",
+    "python_jobs/landing/bronze.py",
+    "python_jobs/core/constants.py",
+)
 
 
 def land(spark: SparkSession, cfg: BenchConfig, batches: Sequence[Batch]) -> dict[str, Any]:
     """Land ``batches`` through python_jobs.landing.ingest, one call per (arrival, feed, source)."""
     from python_jobs.landing import ingest
+    from python_jobs.landing.feeds import FEEDS, IngestSettings
 
-    settings = ingest.IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
+    settings = IngestSettings(schema=cfg.schema, table_format=cfg.table_format)
     groups: dict[tuple[datetime, bool, str, str], list[Path]] = {}
     for batch in batches:
         groups.setdefault((batch.arrival_ts, batch.feed != "events", batch.feed, batch.source), []).append(batch.path)
     totals: dict[str, dict[str, Any]] = {
-        feed: {"calls": 0, "files": 0, "rows": 0, "flagged": 0, "seconds": 0.0} for feed in ingest.FEEDS
+        feed: {"calls": 0, "files": 0, "rows": 0, "flagged": 0, "seconds": 0.0} for feed in FEEDS
     }
     ingestion_ids: list[str] = []
     for (arrival_ts, _, feed, source), paths in sorted(groups.items()):
         started = time.perf_counter()
-        results = ingest.ingest(spark, ingest.FEEDS[feed], source, paths, arrival_ts, settings, out=io.StringIO())
+        results = ingest.ingest(spark, FEEDS[feed], source, paths, arrival_ts, settings, out=io.StringIO())
         total = totals[feed]
         total["seconds"] += time.perf_counter() - started
         total["calls"] += 1
