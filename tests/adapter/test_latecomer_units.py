@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from dbt.adapters.latecomer import commit_notes
 from dbt.adapters.latecomer.connections import (
     NO_COLUMNS,
     SessionConnectionWrapper,
@@ -16,6 +17,8 @@ from dbt.adapters.latecomer.python_submissions import spark_frame
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 from spark_dialect import to_spark
+
+from python_jobs.core import commit_metadata
 
 
 class NodeConfig(dict):
@@ -112,3 +115,47 @@ def test_other_thrift_fetch_errors_are_raised() -> None:
     wrapper = ThriftConnectionWrapper(PyhiveConnectionWrapper(FakeHiveConnection(TypeError("unsupported operand"))))
     with pytest.raises(TypeError, match="unsupported operand"):
         wrapper.cursor().fetchall()
+
+
+class SessionConf:
+    """The part of a Spark session's ``conf`` commit_notes uses."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+class Session:
+    def __init__(self) -> None:
+        self.conf = SessionConf()
+
+
+def _carried(spark: Session) -> str | None:
+    return spark.conf.values.get(commit_metadata.USER_METADATA)
+
+
+def test_every_commit_carries_the_run_and_every_note_in_flight() -> None:
+    spark = Session()
+    commit_notes.clear(spark)
+    commit_notes.set_run(spark, "latecomer_run_a")
+    assert _carried(spark) == "latecomer_run_a"
+    # two models' writes in flight on two threads: a commit of either carries both
+    commit_notes.add(spark, "`s_gold`.`gold_daily_revenue`", "f1")
+    commit_notes.add(spark, "s_gold.gold_weekly_revenue", "f2")
+    carried = _carried(spark)
+    assert commit_metadata.run_of_commit(carried) == "latecomer_run_a"
+    for table, note in (("s_gold.gold_daily_revenue", "f1"), ("s_gold.gold_weekly_revenue", "f2")):
+        assert commit_metadata.note_of_last_commit([{"operation": "MERGE", "userMetadata": carried}], table) == note
+    commit_notes.drop(spark, "s_gold.gold_daily_revenue")
+    commit_notes.drop(spark, "s_gold.gold_weekly_revenue")
+    assert _carried(spark) == "latecomer_run_a"
+    # a write that failed leaves its note; the run's end clears it and stops tagging
+    commit_notes.add(spark, "s_gold.gold_daily_revenue", "f3")
+    commit_notes.clear(spark)
+    commit_notes.set_run(spark, None)
+    assert _carried(spark) is None
