@@ -1,0 +1,328 @@
+"""Two write paths rendered without Spark (tests/pytest/macro_render.py): the SQL they emit, in order.
+
+* ``dbt_spark_get_incremental_sql`` (macros/formats/incremental_sql.sql):
+  what an incremental append or merge runs itself, and the SQL it returns
+  for dbt to run as the write;
+* the ``restated`` materialization (macros/materializations/restated.sql):
+  its steps (skip, spill, count, gate, merge, manifest, record) and the
+  statements it runs, on Iceberg and on Delta. What lies outside the file
+  (the gate, the manifest, the spill) is a stub that records its call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.pytest.macro_render import Rendered, load
+
+TARGET = "s_silver.silver_events"
+SPILL = "file:/w/_spill/s/silver_events__dbt_tmp__spilled"
+
+
+@dataclass
+class Relation:
+    identifier: str
+
+    def __str__(self) -> str:
+        return self.identifier
+
+
+@dataclass
+class Memo:
+    """The adapter's per-invocation memo, all the write path asks of the adapter."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def memo_has(self, key: str) -> bool:
+        return key in self.values
+
+    def memo_get(self, key: str) -> Any:
+        return self.values.get(key)
+
+    def memo_set(self, key: str, value: Any) -> str:
+        self.values[key] = value
+        return ""
+
+
+@dataclass
+class Config:
+    values: dict[str, Any]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+@dataclass
+class Model:
+    name: str = "silver_events"
+    unique_id: str = "model.latecomer.silver_events"
+    language: str = "sql"
+
+
+def write_path(memo: Memo, staged: bool = False) -> tuple[Rendered, list[str]]:
+    """The macros of incremental_sql.sql, and the calls the write path made outside its concern."""
+    calls: list[str] = []
+    rendered = load(
+        "macros/formats/incremental_sql.sql",
+        model=Model(),
+        target=type("Target", (), {"schema": "s"}),
+        invocation_id="inv-1",
+        this=TARGET,
+        adapter=memo,
+        config=Config({"merge_prune": {"target_column": "event_date", "source_column": "previous_event_date"}}),
+        sql_string=lambda value: f"'{value}'",
+        staged_model=lambda: staged,
+        record_no_rows_written=lambda target: calls.append(f"no rows written to {target}"),
+        record_written_partitions=lambda target, source: calls.append(f"partitions of {source} in {target}"),
+        stage_for_publication=lambda target: calls.append(f"{target} staged for publication"),
+        get_merge_sql=lambda target, source, unique_key, dest_columns, incremental_predicates: (
+            f"merge into {target} using {source} on {' and '.join(incremental_predicates)}"
+        ),
+        get_insert_into_sql=lambda source, target: f"insert into {target} select * from {source}",
+    )
+    rendered.answer("set spark.sql.warehouse.dir", [("spark.sql.warehouse.dir", "file:/w/")])
+    rendered.answer("select distinct cast(previous_event_date as string)", [("2024-01-05",), ("2024-01-03",)])
+    return rendered, calls
+
+
+def incremental_sql(rendered: Rendered, strategy: str = "merge") -> str:
+    return rendered.call(
+        "dbt_spark_get_incremental_sql",
+        strategy,
+        Relation("silver_events__dbt_tmp"),
+        TARGET,
+        Relation("silver_events"),
+        ["event_id", "source_system"],
+        None,
+    ).strip()
+
+
+def test_a_merge_spills_its_rows_once_then_counts_then_merges_only_their_partitions() -> None:
+    rendered, calls = write_path(Memo())
+    rendered.answer("select count(*) from silver_events__dbt_tmp__spilled", [(2,)])
+    merge = incremental_sql(rendered)
+    assert rendered.statements == [
+        ("query", None, "set spark.sql.warehouse.dir"),
+        (
+            "statement",
+            "spill_rows",
+            f"insert overwrite directory '{SPILL}' using parquet select * from silver_events__dbt_tmp",
+        ),
+        (
+            "statement",
+            "read_spilled_rows",
+            f"create or replace temporary view silver_events__dbt_tmp__spilled using parquet options (path '{SPILL}')",
+        ),
+        ("query", None, "select count(*) from silver_events__dbt_tmp__spilled"),
+        (
+            "query",
+            None,
+            "select distinct cast(previous_event_date as string) from silver_events__dbt_tmp__spilled"
+            " where previous_event_date is not null",
+        ),
+    ]
+    # the merge reads the spilled rows, and only the partitions their matches live in
+    assert merge == (
+        f"merge into {TARGET} using silver_events__dbt_tmp__spilled on (DBT_INTERNAL_DEST.event_date ="
+        " cast('2024-01-05' as date) or DBT_INTERNAL_DEST.event_date = cast('2024-01-03' as date))"
+    )
+    assert calls == [f"partitions of silver_events__dbt_tmp__spilled in {TARGET}"]
+
+
+def test_a_staged_model_stages_its_table_before_the_merge() -> None:
+    rendered, calls = write_path(Memo(), staged=True)
+    rendered.answer("select count(*)", [(1,)])
+    assert incremental_sql(rendered).startswith(f"merge into {TARGET}")
+    assert calls == [f"partitions of silver_events__dbt_tmp__spilled in {TARGET}", f"{TARGET} staged for publication"]
+
+
+def test_partitions_the_model_names_besides_are_merged_too() -> None:
+    memo = Memo({f"merge_prune_extra:{TARGET}": ["2024-01-03", "2024-01-09"]})
+    rendered, _ = write_path(memo)
+    rendered.answer("select count(*)", [(2,)])
+    predicates = incremental_sql(rendered).split(" on ", 1)[1]
+    assert sorted(predicates.count(day) for day in ("2024-01-03", "2024-01-05", "2024-01-09")) == [1, 1, 1]
+
+
+@pytest.mark.parametrize("strategy", ["merge", "append"])
+def test_no_new_row_writes_nothing_and_says_so(strategy: str) -> None:
+    rendered, calls = write_path(Memo())
+    rendered.answer("select count(*)", [(0,)])
+    assert incremental_sql(rendered, strategy) == "select 'nothing new' as status"
+    assert [kind for kind, _, _ in rendered.statements] == ["query", "statement", "statement", "query"]
+    assert calls == [f"no rows written to {TARGET}"]
+
+
+def test_a_model_that_skips_its_write_runs_no_statement_at_all() -> None:
+    memo = Memo()
+    rendered, calls = write_path(memo)
+    rendered.namespace["model"] = Model()
+    # what silver_events does while rendering when nothing arrived (skip_write)
+    rendered.call("skip_write", "no new arrival or release since the last run")
+    assert memo.values == {"skip_write:model.latecomer.silver_events": "no new arrival or release since the last run"}
+    assert incremental_sql(rendered) == "select 'nothing new' as status"
+    assert rendered.statements == []
+    assert calls == [f"no rows written to {TARGET}"]
+
+
+# ------------------------------------------------------------------ restated
+GOLD = "s_gold.gold_daily_revenue"
+SPILLED = "gold_daily_revenue__restated"
+COLUMNS = ["event_date", "source_system", "net_revenue"]
+
+
+@dataclass
+class Table:
+    name: str
+    is_iceberg: bool = True
+
+    @property
+    def identifier(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    def incorporate(self, **_: Any) -> Table:
+        return self
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass
+class Column:
+    name: str
+
+
+@dataclass
+class RestatedAdapter:
+    """What the restated write path asks of the adapter: columns, the status epoch, Delta's commit notes."""
+
+    steps: list[str]
+
+    def get_columns_in_relation(self, relation: Any) -> list[Column]:
+        return [Column(name) for name in COLUMNS]
+
+    def status_epoch(self, as_of: str, boundaries: list[int]) -> str:
+        return f"epoch of {as_of}"
+
+    def note_delta_commits(self, relation: Any, fingerprint: str) -> bool:
+        self.steps.append(f"note {fingerprint}")
+        return True
+
+    def end_delta_commit_note(self, relation: Any) -> str:
+        self.steps.append("end note")
+        return ""
+
+
+def restated(
+    table_format: str = "iceberg", stored: str | None = None, exists: bool = True
+) -> tuple[Rendered, list[str]]:
+    """The restated materialization, every step outside restated.sql a recorded stub."""
+    steps: list[str] = []
+    versions = iter(["5", "6"])
+
+    def step(name: str, value: Any = "") -> Any:
+        steps.append(name)
+        return value
+
+    rendered = load(
+        "macros/materializations/restated.sql",
+        model=Model(name="gold_daily_revenue", unique_id="model.latecomer.gold_daily_revenue"),
+        this=Table(GOLD),
+        load_relation=lambda relation: Table(GOLD) if exists else None,
+        should_full_refresh=lambda: False,
+        config=Config(
+            {
+                "unique_key": ["event_date", "source_system"],
+                "partition_by": ["event_date"],
+                "publication_gate": {"measure": "net_revenue"},
+                "contract": type("Contract", (), {"enforced": False}),
+            }
+        ),
+        partition_column=lambda column: column,
+        adapter=RestatedAdapter(steps),
+        api=type("Api", (), {"Relation": type("R", (), {"create": staticmethod(lambda **kw: kw["identifier"])})}),
+        table_properties=lambda relation: {"latecomer.inputs": stored} if stored else {},
+        current_version=lambda relation, properties=None: next(versions),
+        versions_table_format=lambda: table_format,
+        stored_inputs_fingerprint=lambda relation, properties: properties.get("latecomer.inputs"),
+        inputs_fingerprint=lambda with_as_of=True: "inputs",
+        watermark_tier_hours=lambda tier: {"daily_close": 24, "month_end": 168}[tier],
+        var=lambda name, default=None: {"live_until_tier": "daily_close", "preliminary_until_tier": "month_end"}[name],
+        as_of_given=lambda: "2024-01-21",
+        run_started_at="2024-01-21",
+        local_md5=lambda text: f"md5({text})",
+        backfill_window=lambda: None,
+        run_hooks=lambda hooks: "",
+        pre_hooks=[],
+        post_hooks=[],
+        persist_docs=lambda relation, model: "",
+        record_no_rows_written=lambda relation: step("no rows written"),
+        spill_rows=lambda relation, sql, view: step("spill", view),
+        open_holds=lambda: type("Holds", (), {"rows": []}),
+        publication_gate=lambda rows, target, layout, holds: step("gate", []),
+        follows_holds=lambda: False,
+        staged_model=lambda: True,
+        stage_for_publication=lambda target, properties: step("staged for publication"),
+        record_written_partitions=lambda target, rows: step("partitions recorded"),
+        record_change_manifest=lambda rows, target, layout, columns, before, after: step(f"manifest {before}->{after}"),
+        create_table_as=lambda temporary, relation, sql: f"create table {relation} as {sql}",
+    )
+    return rendered, steps
+
+
+def fingerprint(own: str) -> str:
+    return f"md5(inputs|self={own}|status_epoch=epoch of 2024-01-21)"
+
+
+def run_restated(rendered: Rendered) -> Any:
+    return rendered.call("materialization_restated_spark")
+
+
+def test_a_restated_model_whose_inputs_did_not_move_runs_no_query() -> None:
+    rendered, steps = restated(stored=fingerprint("5"))
+    assert run_restated(rendered) == {"relations": [Table(GOLD)]}
+    assert rendered.statements == [("statement", "main", "select 'inputs unchanged' as status")]
+    assert steps == ["no rows written"]
+
+
+def test_a_restated_write_spills_counts_gates_merges_then_records_what_it_evaluated() -> None:
+    rendered, steps = restated(stored=fingerprint("4"))
+    rendered.answer(f"select count(*) from {SPILLED}", [(3,)])
+    run_restated(rendered)
+    assert steps == ["spill", "gate", "staged for publication", "partitions recorded", "manifest 5->6"]
+    kinds = [(kind, name) for kind, name, _ in rendered.statements]
+    assert kinds == [("query", None), ("statement", "main"), ("statement", "record_inputs_fingerprint")]
+    merge, record = rendered.sql("statement")
+    assert merge.startswith(f"merge into {GOLD} as target using {SPILLED} as source on target.event_date")
+    assert "published_before" not in merge
+    # the version the merge made is part of what the next build compares
+    assert record == f"alter table {GOLD} set tblproperties ('latecomer.inputs' = '{fingerprint('6')}')"
+
+
+def test_nothing_to_restate_writes_nothing_but_records_the_evaluation() -> None:
+    rendered, steps = restated(stored=fingerprint("4"))
+    rendered.answer(f"select count(*) from {SPILLED}", [(0,)])
+    run_restated(rendered)
+    assert steps == ["spill", "no rows written"]
+    assert rendered.names() == ["main", "record_inputs_fingerprint"]
+    assert rendered.sql("statement")[0] == "select 'nothing to restate' as status"
+
+
+def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_set() -> None:
+    delta = "md5(inputs|self=the last commit|status_epoch=epoch of 2024-01-21)"
+    rendered, steps = restated("delta")
+    rendered.namespace["restated_recorded_fingerprint"] = lambda relation, properties: None
+    rendered.answer(f"select count(*) from {SPILLED}", [(3,)])
+    run_restated(rendered)
+    # the note is in flight exactly while the merge commits
+    assert steps == ["spill", "gate", f"note {delta}", "staged for publication", "end note", "partitions recorded",
+                     "manifest 5->6"]  # fmt: skip
+    assert rendered.names() == ["main"]
+    # and a build that finds it on the table's last commit skips the model
+    rendered, steps = restated("delta")
+    rendered.namespace["restated_recorded_fingerprint"] = lambda relation, properties: delta
+    run_restated(rendered)
+    assert steps == ["no rows written"] and rendered.names() == ["main"]
