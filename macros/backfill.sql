@@ -52,7 +52,7 @@
     {%- if not window -%}
         cast(null as string)
     {%- else -%}
-        {{ sql_string(window.mode ~ ': ' ~ window.reason) }}
+        {{ latecomer__sql_string(window.mode ~ ': ' ~ window.reason) }}
     {%- endif -%}
 {%- endmacro %}
 
@@ -62,7 +62,7 @@
     {%- set window = backfill_window() -%}
     select distinct
         {{ partition_expr }} as partition_value,
-        {{ sql_string(window.mode) }} as reason,
+        {{ latecomer__sql_string(window.mode) }} as reason,
         cast(null as timestamp) as changed_run_at
     from (select explode(sequence(date'{{ window.start }}', date'{{ window.end }}')) as d) as window_dates
 {%- endmacro %}

@@ -29,7 +29,7 @@
     comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.landing.steward)'
     {%- endcall -%}
     {%- call statement('ensure_hold_decisions') -%}
-    create table if not exists {{ hold_decisions_relation() }} (
+    create table if not exists {{ latecomer__hold_decisions_relation() }} (
         decision_id string,
         hold_id string,
         decision string,
@@ -48,9 +48,9 @@
 {% macro ensure_audit_tables() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- do adapter.create_schema(api.Relation.create(schema=target.schema ~ '_audit')) -%}
-    {%- do table_restores_relation(create=true) -%}
+    {%- do latecomer__table_restores_relation(create=true) -%}
     {%- call statement('ensure_gate_log') -%}
-        create table if not exists {{ gate_log_relation() }} (
+        create table if not exists {{ latecomer__gate_log_relation() }} (
             logged_run_at timestamp,
             logged_at timestamp,
             model string,
@@ -65,7 +65,7 @@
         comment 'Append-only log of publication gate breaches: blocked, or overridden with a reason'
     {%- endcall -%}
     {%- call statement('ensure_change_manifest') -%}
-        create table if not exists {{ manifest_relation() }} (
+        create table if not exists {{ latecomer__manifest_relation() }} (
             invocation_id string,
             run_started_at timestamp,
             as_of timestamp,
@@ -93,7 +93,7 @@
         {%- endif %}
     {%- endcall -%}
     {%- call statement('ensure_hold_log') -%}
-        create table if not exists {{ hold_log_relation() }} (
+        create table if not exists {{ latecomer__hold_log_relation() }} (
             logged_run_at timestamp,
             judged_at timestamp,
             model string,

@@ -4,5 +4,5 @@
 {% macro log(message, info=false) %}{% endmacro %}
 {% macro run_query(sql) %}{{ return(none) }}{% endmacro %}
 {% macro get_where_subquery(relation) %}{{ return(relation) }}{% endmacro %}
-{#- macros/materializations is not loaded here: the model-facing macros of a materialization. -#}
-{% macro recomputed_rebuilds() %}{{ return(false) }}{% endmacro %}
+{#- adapter/dbt/include/latecomer/macros/materializations is not loaded here: the model-facing macros of a materialization. -#}
+{% macro latecomer__recomputed_rebuilds() %}{{ return(false) }}{% endmacro %}

@@ -27,7 +27,7 @@
     {%- for source_system, own in (var('lateness_alerts')[alert].get('sources') or {}).items() if key in own -%}
         {%- do by_source.update({source_system: alert_number(alert, key, own[key])}) -%}
     {%- endfor -%}
-    {{ return(source_case(source_column, by_source, alert_number(alert, key, lateness_alert_setting(alert, key)))) }}
+    {{ return(latecomer__source_case(source_column, by_source, alert_number(alert, key, lateness_alert_setting(alert, key)))) }}
 {%- endmacro %}
 
 {% macro alert_number(alert, key, value) -%}

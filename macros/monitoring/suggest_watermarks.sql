@@ -74,7 +74,7 @@
             {%- for source_system, seconds in suggestions.items() %}
                 {%- do suggested.update({source_system: seconds[tier_index]}) %}
             {%- endfor %}
-            avg(case when lateness_seconds > {{ source_case('source_system', suggested, 'null') }}
+            avg(case when lateness_seconds > {{ latecomer__source_case('source_system', suggested, 'null') }}
                 then 1.0 else 0.0 end) as suggested_{{ loop.index0 }},
             {%- endfor %}
             avg(case when lateness_seconds > {{ watermark_seconds() }} then 1.0 else 0.0 end) as current_last

@@ -99,7 +99,7 @@
     {#- The model's query reads `moved` four times and the bound's query once
         more, each time a scan of gold and of every explanation so far: in a
         build, it is spilled once. -#}
-    {%- set moved_ctes = spilled_cte(moved_ctes, 'moved') %}
+    {%- set moved_ctes = latecomer__spilled_cte(moved_ctes, 'moved') %}
 
     {#- The oldest position any step starts from, found first and given as a
         literal, so the inputs' scans skip the files before it (in a unit
@@ -110,7 +110,7 @@
         {%- set lower_bound = "cast('" ~ (lowest or '9999-12-31') ~ "' as timestamp)" %}
         {#- Nothing moved since the last run (a build with nothing new): the
             append writes nothing and its tests run no query. #}
-        {%- do skip_write('no gold row has a new version to explain') if lowest is none and is_incremental() %}
+        {%- do latecomer__skip_write('no gold row has a new version to explain') if lowest is none and is_incremental() %}
     {%- endif %}
 
     {#- Contributions matched to steps: the query reads them twice (the
@@ -147,8 +147,8 @@
             contributions.action, contributions.watermark_tier, contributions.change_reason
     )
     {%- endset %}
-    {%- if spills_while_rendering() and lowest is not none %}
-        {%- set attributed_ctes = spilled_cte(moved_ctes ~ ', ' ~ attributed_ctes, 'attributed') %}
+    {%- if latecomer__spills_while_rendering() and lowest is not none %}
+        {%- set attributed_ctes = latecomer__spilled_cte(moved_ctes ~ ', ' ~ attributed_ctes, 'attributed') %}
     {%- endif %}
 
     with {{ moved_ctes }},

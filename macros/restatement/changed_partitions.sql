@@ -8,13 +8,13 @@
         change marker consumed. A change counts in its partition and in its
         previous one (a correction that moved an event to another date); a
         rollup, whose two are the same expression, reads its changes once.
-        With `holds` (a hold state: the judge's judged_hold_state(), a
+        With `holds` (a hold state: the judge's latecomer__judged_hold_state(), a
         follower's ref('publication_holds')), the dates of open holds and of
         holds closed since the high-water mark count too, with the reasons
-        their change was held for (macros/publication/holds.sql). -#}
+        their change was held for (adapter/dbt/include/latecomer/macros/publication/holds.sql). -#}
 
 {% macro changed_partitions(changes, partition_expr='event_date', previous_partition_expr='previous_event_date', action_column='action', window_partition_expr='d', holds=none) -%}
-    {%- set hwm = high_water_mark('source_changed_run_at') -%}
+    {%- set hwm = latecomer__high_water_mark('source_changed_run_at') -%}
     select
         partition_value,
         collect_set(reason) as reasons,
@@ -37,7 +37,7 @@
         {%- endif %}
         {%- if holds is not none %}
         union all
-        {{ held_partitions(holds, hwm) }}
+        {{ latecomer__held_partitions(holds, hwm) }}
         {%- endif %}
     ) as touched
     where partition_value is not null

@@ -12,20 +12,20 @@
     (unlogged), carries the row's own previous values and action over
     instead: the change log then compares with what it last saw. The MERGE
     also reads the partitions such rows live in, since their
-    previous_event_date no longer names them (merge_partition_predicates).
+    previous_event_date no longer names them (latecomer__merge_partition_predicates).
 
     change_log_high_water_mark()
         SQL timestamp literal up to which silver_event_changes has taken
         silver_events' changes; none on a first or full-refresh build of
         silver_events, where no row is stored (and in unit tests: override
-        it there); high_water_mark_floor() when silver_events is stored and
+        it there); latecomer__high_water_mark_floor() when silver_events is stored and
         its change log never was (the first build stopped between the two):
         no change is logged yet.
     unlogged_event_dates(logged_until)
         The event dates holding rows of this table changed after
         `logged_until` (none after a clean run; Iceberg skips every file whose
         changed_run_at statistics end before it), kept for
-        merge_partition_predicates. -#}
+        latecomer__merge_partition_predicates. -#}
 
 {% macro change_log_high_water_mark() %}
     {%- if not execute or model.resource_type != 'model' or not is_incremental() -%}
@@ -33,9 +33,9 @@
     {%- endif -%}
     {%- set change_log = adapter.get_relation(this.database, this.schema, 'silver_event_changes') -%}
     {%- if change_log is none -%}
-        {{ return(high_water_mark_floor()) }}
+        {{ return(latecomer__high_water_mark_floor()) }}
     {%- endif -%}
-    {{ return(high_water_mark('changed_run_at', change_log)) }}
+    {{ return(latecomer__high_water_mark('changed_run_at', change_log)) }}
 {% endmacro %}
 
 {% macro unlogged_event_dates(logged_until) %}

@@ -78,14 +78,14 @@
 {%- endmacro %}
 
 {#- The spilled view of the chain ends after pointer jumping over the links of
-    `links_sql`: up to `rounds` rounds, one statement each (spill_rows), and
+    `links_sql`: up to `rounds` rounds, one statement each (latecomer__spill_rows), and
     none after the first in which no alias moved (their ends are then final:
     no end is itself an alias). -#}
 {% macro spilled_chain_end_rounds(links_sql, name, rounds) %}
     {%- set prefix = (this.identifier ~ '__' if this is not none else '') ~ name ~ '_round_' -%}
-    {%- set spilled = namespace(view=spill_rows(none, sql=links_sql, view=prefix ~ 0), rounds=0, settled=false) -%}
+    {%- set spilled = namespace(view=latecomer__spill_rows(none, sql=links_sql, view=prefix ~ 0), rounds=0, settled=false) -%}
     {%- for round in range(1, rounds + 1) if not spilled.settled -%}
-        {%- set spilled.view = spill_rows(none, sql=chain_end_round(spilled.view), view=prefix ~ round) -%}
+        {%- set spilled.view = latecomer__spill_rows(none, sql=chain_end_round(spilled.view), view=prefix ~ round) -%}
         {%- set spilled.rounds = round -%}
         {%- set spilled.settled = run_query('select 1 from ' ~ spilled.view ~ ' where moved limit 1').rows | length == 0 -%}
     {%- endfor -%}

@@ -19,8 +19,8 @@
                 {%- do result['arrival_dates'].append(row['arrival_date']) -%}
             {%- endif -%}
         {%- endfor -%}
-        {%- do result.update({'predicate': in_list('arrival_date', result['arrival_dates'], 'date')
-            ~ ' and ' ~ in_list('ingestion_id', result['ids'])}) -%}
+        {%- do result.update({'predicate': latecomer__in_list('arrival_date', result['arrival_dates'], 'date')
+            ~ ' and ' ~ latecomer__in_list('ingestion_id', result['ids'])}) -%}
         {{ log(this.identifier ~ ': ' ~ result['ids'] | length ~ ' new file(s) in '
             ~ result['arrival_dates'] | length ~ ' arrival-date partition(s)', info=true) }}
     {%- endif -%}
@@ -54,7 +54,7 @@
     (the arrival ledger). None, meaning every date, on Delta or when a log row
     has no arrival date. Once per invocation under `key`. -#}
 {% macro unsettled_arrival_dates(consumer, feed, key) %}
-    {%- if versions_table_format() != 'iceberg' -%}
+    {%- if latecomer__versions_table_format() != 'iceberg' -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set dates_sql -%}
@@ -64,7 +64,7 @@
         from (
             select arrival_date, sum(rows_accepted + rows_flagged) as landed_rows
             from ({{ ingestion_log_sql(feed) }}) as log
-            where feed = {{ sql_string(feed) }}
+            where feed = {{ latecomer__sql_string(feed) }}
             group by arrival_date
         ) as logged
         left join (
@@ -96,13 +96,13 @@
     left anti join (
         select distinct arrival_date, ingestion_id from {{ consumer }}
         {%- if dates is not none %}
-        where {{ in_list('arrival_date', dates, 'date') }}
+        where {{ latecomer__in_list('arrival_date', dates, 'date') }}
         {%- endif %}
     ) as consumed
         on log.arrival_date = consumed.arrival_date and log.ingestion_id = consumed.ingestion_id
-    where log.feed = {{ sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
+    where log.feed = {{ latecomer__sql_string(feed) }} and log.rows_accepted + log.rows_flagged > 0
     {%- if dates is not none %}
-        and {{ in_list('log.arrival_date', dates, 'date') }}
+        and {{ latecomer__in_list('log.arrival_date', dates, 'date') }}
     {%- endif %}
 {%- endmacro %}
 
@@ -130,7 +130,7 @@
     union all
     select
         landed.ingestion_id,
-        {{ sql_string(name) }} as feed,
+        {{ latecomer__sql_string(name) }} as feed,
         min(landed.source_system) as source_system,
         min(landed.source_file) as source_file,
         cast(null as string) as file_sha256,
@@ -153,7 +153,7 @@
 {% macro unlogged_rows(feed, table, log_table) -%}
     {%- set rows = adapter.memo_query('unlogged_rows:' ~ table, 'select (select count(*) from ' ~ table
         ~ ') - (select coalesce(sum(rows_accepted + rows_flagged), 0) from ' ~ log_table ~ ' where feed = '
-        ~ sql_string(feed) ~ ') as unlogged') -%}
+        ~ latecomer__sql_string(feed) ~ ') as unlogged') -%}
     {%- set unlogged = rows[0]['unlogged'] -%}
     {%- if unlogged > 0 -%}
         {{ log('The ' ~ feed ~ ' feed has ' ~ unlogged ~ ' bronze row(s) of files whose ingest stopped before its '

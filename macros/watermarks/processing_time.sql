@@ -49,11 +49,11 @@
     property of the audit schema instead, kept by the metastore alone. -#}
 {% macro start_run_clock() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set on_schema = versions_table_format() == 'delta' -%}
+    {%- set on_schema = latecomer__versions_table_format() == 'delta' -%}
     {%- set audit_schema = target.schema ~ '_audit' -%}
     {%- set last = schema_property(audit_schema, 'latecomer.last_run_ts') if on_schema else none -%}
     {%- if last is none -%}
-        {%- set last = table_property(manifest_relation(), 'latecomer.last_run_ts') -%}
+        {%- set last = latecomer__table_property(latecomer__manifest_relation(), 'latecomer.last_run_ts') -%}
     {%- endif -%}
     {%- set stamp = adapter.start_run_clock(run_started_at, last) -%}
     {%- if stamp > wall_clock_text() -%}
@@ -62,9 +62,9 @@
     {%- endif -%}
     {%- call statement('record_run_clock') -%}
         {%- if on_schema %}
-        alter database {{ audit_schema }} set dbproperties ('latecomer.last_run_ts' = {{ sql_string(stamp) }})
+        alter database {{ audit_schema }} set dbproperties ('latecomer.last_run_ts' = {{ latecomer__sql_string(stamp) }})
         {%- else %}
-        alter table {{ manifest_relation() }} set tblproperties ('latecomer.last_run_ts' = {{ sql_string(stamp) }})
+        alter table {{ latecomer__manifest_relation() }} set tblproperties ('latecomer.last_run_ts' = {{ latecomer__sql_string(stamp) }})
         {%- endif %}
     {%- endcall -%}
 {% endmacro %}

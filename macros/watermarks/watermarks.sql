@@ -77,7 +77,7 @@
         {%- do by_source.update({source_system:
             tiers_figure(source_watermark_tiers(source_system), what, tier_name, lateness_seconds)}) -%}
     {%- endfor -%}
-    {{ return(source_case(source_column, by_source,
+    {{ return(latecomer__source_case(source_column, by_source,
                           tiers_figure(source_watermark_tiers(), what, tier_name, lateness_seconds))) }}
 {%- endmacro %}
 

@@ -6,7 +6,7 @@
     never rebuilt (full_refresh: false). A run with nothing new adds no row. -#}
 {{ config(partition_by=['recorded_date']) }}
 
-{%- set hwm = high_water_mark('recorded_run_at') %}
+{%- set hwm = latecomer__high_water_mark('recorded_run_at') %}
 
 with silver_changes as (
     select * from {{ ref('silver_event_changes') }}
@@ -230,7 +230,7 @@ final as (
         before_values,
         after_values,
         reason,
-        {{ sql_string(var('actor')) }} as actor,
+        {{ latecomer__sql_string(var('actor')) }} as actor,
         '{{ invocation_id }}' as invocation_id,
         event_ts,
         arrival_ts,

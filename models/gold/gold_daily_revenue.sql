@@ -2,11 +2,11 @@
     silver rows changed since this model's last run are recomputed; see the
     restate macro for versioning, restatement and status. It is the judge of
     the publication gate: the dates it holds stay as published here and in
-    every model that follows its holds (macros/publication/holds.sql). -#}
+    every model that follows its holds (adapter/dbt/include/latecomer/macros/publication/holds.sql). -#}
 {{ config(
     materialized='restated',
     unique_key=['event_date', 'source_system'],
-    partition_by=month_partitions('event_date'),
+    partition_by=latecomer__month_partitions('event_date'),
     publication_gate={'measure': 'net_revenue', 'count': 'orders', 'by': 'source_system'},
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
@@ -16,7 +16,7 @@ with changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes', holds=judged_hold_state()) }}
+    {{ changed_partitions('changes', holds=latecomer__judged_hold_state()) }}
 ),
 
 silver_events as (

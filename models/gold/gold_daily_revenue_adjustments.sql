@@ -15,7 +15,7 @@
 {{ config(
     materialized='incremental',
     incremental_strategy='append',
-    partition_by=month_partitions('booked_date'),
+    partition_by=latecomer__month_partitions('booked_date'),
     meta={'test_scope': {'partition': 'booked_date', 'run_column': 'changed_run_at'}},
 ) }}
 
@@ -27,7 +27,7 @@
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}
-    where changed_run_at > {{ high_water_mark('source_changed_run_at') }} and action != 'duplicate'
+    where changed_run_at > {{ latecomer__high_water_mark('source_changed_run_at') }} and action != 'duplicate'
 ),
 
 closed as (
@@ -122,13 +122,13 @@ where not ({% for measure in measures %}owed.{{ measure }} = 0{% if not loop.las
 {#- Bookings left from period_close adjust: restating the closed days they
     belong to would count them twice in the rollups. #}
 {%- if is_incremental() and period_close() == 'restate' and execute and model.resource_type == 'model'
-    and any_rows('select 1 from ' ~ this) %}
+    and latecomer__any_rows('select 1 from ' ~ this) %}
     {{ exceptions.raise_compiler_error(
         "period_close is restate, but " ~ this ~ " holds adjustments booked under period_close adjust: "
         ~ "restating the days they belong to would count them twice in the rollups. Keep period_close: adjust, "
         ~ "or rebuild both with --full-refresh --select gold_daily_revenue+ (every day then holds its truth).") }}
 {%- endif %}
-{%- do skip_write('period_close is ' ~ period_close() ~ ', nothing to book') if is_incremental() %}
+{%- do latecomer__skip_write('period_close is ' ~ period_close() ~ ', nothing to book') if is_incremental() %}
 
 select
     cast(null as date) as booked_date,

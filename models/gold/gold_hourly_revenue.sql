@@ -2,7 +2,7 @@
 {{ config(
     materialized='restated',
     unique_key=['event_date', 'event_hour', 'source_system'],
-    partition_by=month_partitions('event_date'),
+    partition_by=latecomer__month_partitions('event_date'),
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 

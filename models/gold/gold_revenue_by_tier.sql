@@ -8,11 +8,11 @@
 {{ config(
     materialized='restated',
     unique_key=['event_date', 'tier', 'region'],
-    partition_by=month_partitions('event_date'),
+    partition_by=latecomer__month_partitions('event_date'),
     meta={'test_scope': {'partition': 'event_date', 'run_column': 'changed_run_at'}},
 ) }}
 
-{%- set hwm = high_water_mark('source_changed_run_at') %}
+{%- set hwm = latecomer__high_water_mark('source_changed_run_at') %}
 
 with event_changes as (
     select

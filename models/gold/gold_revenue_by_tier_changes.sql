@@ -8,7 +8,7 @@
     partitions to restate. -#}
 {{ config(materialized='incremental', incremental_strategy='append', partition_by=['changed_date']) }}
 
-{%- set hwm = high_water_mark('source_run_at') %}
+{%- set hwm = latecomer__high_water_mark('source_run_at') %}
 
 with customer_history as (
     select * from {{ ref('customer_history') }}

@@ -3,9 +3,9 @@
     percentiles and the share quarantined. An arrival day is recomputed whole
     when the ledger gained rows for it since this model last ran, so a crash
     between the two is caught up by the next run. -#}
-{{ config(unique_key=['source_system', 'arrival_date'], partition_by=month_partitions('arrival_date')) }}
+{{ config(unique_key=['source_system', 'arrival_date'], partition_by=latecomer__month_partitions('arrival_date')) }}
 
-{%- set hwm = high_water_mark('last_ledger_run_at') %}
+{%- set hwm = latecomer__high_water_mark('last_ledger_run_at') %}
 
 with ledger as (
     select * from {{ ref('silver_event_arrivals') }}

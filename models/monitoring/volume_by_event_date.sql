@@ -2,9 +2,9 @@
     out), recomputed for the event dates silver's change log touched since
     this model last ran. volume_against_baseline compares each date with the
     days before it. -#}
-{{ config(unique_key=['source_system', 'event_date'], partition_by=month_partitions('event_date')) }}
+{{ config(unique_key=['source_system', 'event_date'], partition_by=latecomer__month_partitions('event_date')) }}
 
-{%- set hwm = high_water_mark('source_changed_run_at') %}
+{%- set hwm = latecomer__high_water_mark('source_changed_run_at') %}
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}

@@ -16,7 +16,7 @@ with links as (
     {{ links_sql }}
 ),
 
-{{ correction_chain_end_ctes('links', 'chains', spilled_from=links_sql if recomputed_rebuilds() and spills_while_rendering() else none) }},
+{{ correction_chain_end_ctes('links', 'chains', spilled_from=links_sql if latecomer__recomputed_rebuilds() and latecomer__spills_while_rendering() else none) }},
 
 final as (
     select

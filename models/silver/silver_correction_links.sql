@@ -5,7 +5,7 @@
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
-    where ledger_run_at > {{ high_water_mark('ledger_run_at') }}
+    where ledger_run_at > {{ latecomer__high_water_mark('ledger_run_at') }}
 ),
 
 final as (

@@ -5,7 +5,7 @@
 
 with silver_events as (
     select * from {{ ref('silver_events') }}
-    where changed_run_at > {{ high_water_mark('changed_run_at') }}
+    where changed_run_at > {{ latecomer__high_water_mark('changed_run_at') }}
 ),
 
 final as (

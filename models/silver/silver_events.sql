@@ -17,7 +17,7 @@
 ) }}
 -- depends_on: {{ ref('stg_bronze_events') }}
 
-{%- set run_hwm = high_water_mark('changed_run_at') %}
+{%- set run_hwm = latecomer__high_water_mark('changed_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}
 {#- The columns the change log compares (previous_<column> on each row). #}
 {%- set capture_columns = {'event_type': 'string', 'user_id': 'string', 'amount': 'decimal(18, 2)',
@@ -28,13 +28,13 @@
                            'lateness_seconds', 'watermark_tier'] %}
 {#- With no new arrival and no release since the last run, the batch is
     planned as empty and Spark reads none of this table's history. #}
-{%- set nothing_new = is_incremental() and not window and not any_rows(
+{%- set nothing_new = is_incremental() and not window and not latecomer__any_rows(
     "select 1 from " ~ ref('silver_event_arrivals') ~ " where route = 'silver' and ledger_run_at > " ~ run_hwm
     ~ " union all select 1 from " ~ ref('silver_quarantine')
     ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
 {#- Its batch is then empty by construction: the write is skipped without
     spilling or counting it. #}
-{%- do skip_write('no new arrival or release since the last run') if nothing_new %}
+{%- do latecomer__skip_write('no new arrival or release since the last run') if nothing_new %}
 {#- How far silver_event_changes has taken this table, and where rows it has
     not taken yet live (macros/silver/change_capture.sql). #}
 {%- set logged_until = none if nothing_new else change_log_high_water_mark() %}
@@ -42,7 +42,7 @@
 
 {#- Backfill and replay: the window's rows read again from bronze
     (rederived) and the correction links among them. In a build
-    (spills_while_rendering), the links' chains are followed a round per
+    (latecomer__spills_while_rendering), the links' chains are followed a round per
     statement over spilled rows (correction_chain_end_ctes with spilled_from);
     in one query, the plan would hold the whole bronze re-derivation once
     per link-set reference, 64 times. #}
@@ -77,7 +77,7 @@ eligible_links as (
 )
 {%- endset %}
 {%- set rederived_links_sql = none %}
-{%- if window and spills_while_rendering() %}
+{%- if window and latecomer__spills_while_rendering() %}
     {%- set rederived_links_sql = 'with ' ~ rederived_ctes ~ ' select * from eligible_links' %}
 {%- endif %}
 
@@ -204,12 +204,12 @@ batch_winners as (
 {%- endset %}
 
 {#- The queries below read batch_winners two or three times: in a build it
-    is spilled once (spilled_cte), since Spark would otherwise run the batch's
+    is spilled once (latecomer__spilled_cte), since Spark would otherwise run the batch's
     whole derivation at each reading (and, within each, a backfill window's
     re-derivation from bronze three times). #}
-{%- set spilled = is_incremental() and not nothing_new and spills_while_rendering() %}
+{%- set spilled = is_incremental() and not nothing_new and latecomer__spills_while_rendering() %}
 {%- if spilled %}
-    {%- set batch_ctes = spilled_cte(batch_ctes, 'batch_winners') %}
+    {%- set batch_ctes = latecomer__spilled_cte(batch_ctes, 'batch_winners') %}
 {%- endif %}
 
 {#- The event dates holding the current rows of the batch's keys, found with
@@ -245,7 +245,7 @@ existing as (
         on current_rows.event_id = batch_winners.resolved_event_id
         and current_rows.source_system = batch_winners.source_system
     {%- if existing_dates is not none %}
-    where {{ in_list('current_rows.event_date', existing_dates, 'date') }}
+    where {{ latecomer__in_list('current_rows.event_date', existing_dates, 'date') }}
     {%- else %}
     where current_rows.event_date in ({{ existing_dates_sql }})
     {%- endif %}
@@ -352,12 +352,12 @@ merged_batch as (
         case
             when not new_wins and old_unlogged then old_last_action
             when not new_wins then 'duplicate'
-            when from_scratch or {{ in_backfill_window('event_date') }} then {{ sql_string(backfill_mode()) }}
+            when from_scratch or {{ in_backfill_window('event_date') }} then {{ latecomer__sql_string(backfill_mode()) }}
             when has_release = 1 and is_release then 'quarantine_release'
             when record_kind = 'deletion' then 'deletion'
             when record_kind = 'correction' then 'correction'
             when is_known then 'late_merge'
-            when watermark_tier != {{ sql_string(var('watermark_tiers')[0]['name']) }} then 'late_merge'
+            when watermark_tier != {{ latecomer__sql_string(var('watermark_tiers')[0]['name']) }} then 'late_merge'
             else 'insert'
         end as last_action,
         case
@@ -417,7 +417,7 @@ final as (
         {%- for column in capture_columns %}
         {{ column }} as previous_{{ column }},
         {%- endfor %}
-        {{ sql_string(backfill_mode()) }} as last_action,
+        {{ latecomer__sql_string(backfill_mode()) }} as last_action,
         {{ backfill_reason_sql() }} as change_reason,
         {{ as_of_ts() }} as processed_at,
         {{ run_ts() }} as changed_run_at,

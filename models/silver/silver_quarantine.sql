@@ -8,7 +8,7 @@
     inside the window no watermark applies. -#}
 {{ config(unique_key='bronze_row_id') }}
 
-{%- set run_hwm = high_water_mark('status_run_at') %}
+{%- set run_hwm = latecomer__high_water_mark('status_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}
 
 with arrivals as (
@@ -18,7 +18,7 @@ with arrivals as (
 
 decisions as (
     select * from {{ ref('stg_steward_decisions') }}
-    where decided_at > {{ high_water_mark('decided_at') }}
+    where decided_at > {{ latecomer__high_water_mark('decided_at') }}
 ),
 
 unresolved_aliases as (
@@ -82,7 +82,7 @@ status_changes as (
         existing.bronze_row_id,
         'released' as status,
         {{ backfill_reason_sql() }} as decision_reason,
-        {{ sql_string(var('actor')) }} as decided_by,
+        {{ latecomer__sql_string(var('actor')) }} as decided_by,
         {{ run_ts() }} as decided_at
     from existing
     left anti join decisions on existing.bronze_row_id = decisions.bronze_row_id

@@ -1,7 +1,7 @@
 """The restatement digest of a run: which published periods it changed, by how
 much, and why, for the people who read the numbers.
 
-The on-run-end hook ``write_change_manifest`` (macros/publication/change_manifest.sql)
+The on-run-end hook ``write_change_manifest`` (adapter/dbt/include/latecomer/macros/publication/change_manifest.sql)
 passes the run's change manifest rows (one per gold row written) to the
 adapter's ``restatement_digest``, which calls :func:`digest_of`, writes
 :func:`as_markdown` and :func:`as_json` under the target path and, when the

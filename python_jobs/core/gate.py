@@ -1,7 +1,7 @@
 """The publication gate's arithmetic: is a restatement what was expected?
 
-Step 4 of the restated materialization (``macros/materializations/restated.sql``)
-runs ``publication_gate`` (``macros/publication/gate.sql``): its SQL reads, per
+Step 4 of the restated materialization (``adapter/dbt/include/latecomer/macros/materializations/restated.sql``)
+runs ``publication_gate`` (``adapter/dbt/include/latecomer/macros/publication/gate.sql``): its SQL reads, per
 partition and group (the gate's ``by`` column, e.g. the source), the published
 figures and those the rows about to be merged leave (``GroupFigures``), and the
 adapter's ``publication_gate_judgement`` passes them here with the

@@ -4,7 +4,7 @@ The publication gate (``python_jobs/core/gate.py``) judges each partition a
 restated gold model is about to change. A partition it finds abnormal is not
 written: it is *held*. Its published rows stay exactly as they were, every
 other partition publishes, and the build goes on. The models that restate the
-same event dates follow the same holds (``macros/publication/holds.sql``), so
+same event dates follow the same holds (``adapter/dbt/include/latecomer/macros/publication/holds.sql``), so
 the gold tables keep agreeing with each other.
 
 A hold lives in the append-only log ``<schema>_audit.publication_hold_log``,

@@ -4,7 +4,7 @@
     python -m python_jobs.operations.restore --model gold_daily_revenue --as-of-time 2024-01-22T00:00:00Z --reason "why"
     make restore MODEL=gold_daily_revenue VERSION=ID REASON="why"
 
-Runs ``dbt run-operation restore_table`` (``macros/versions/restore_table.sql``)
+Runs ``dbt run-operation restore_table`` (``adapter/dbt/include/latecomer/macros/versions/restore_table.sql``)
 in this process through :mod:`python_jobs.operations.run_operation`. Each
 option defaults to an environment variable (:data:`ENV`), which is how
 ``make restore`` hands over MODEL, VERSION, AS_OF_TIME, INVOCATION_ID and

@@ -21,6 +21,8 @@ from dbt_common.clients.jinja import extract_toplevel_blocks, get_environment
 from tests.pytest.conftest import ROOT
 
 MACRO_PREFIX = "dbt_macro__"
+# The platform's macros: the adapter's include folder.
+PLATFORM = "adapter/dbt/include/latecomer/macros"
 
 
 class Returned(Exception):

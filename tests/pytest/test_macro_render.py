@@ -1,9 +1,9 @@
 """Two write paths rendered without Spark (tests/pytest/macro_render.py): the SQL they emit, in order.
 
-* ``dbt_spark_get_incremental_sql`` (macros/formats/incremental_sql.sql):
+* ``dbt_spark_get_incremental_sql`` (the adapter include's formats/incremental_sql.sql):
   what an incremental append or merge runs itself, and the SQL it returns
   for dbt to run as the write;
-* the ``restated`` materialization (macros/materializations/restated.sql):
+* the ``restated`` materialization (its materializations/restated.sql):
   its steps (skip, spill, count, gate, merge, manifest, record) and the
   statements it runs, on Iceberg and on Delta. What lies outside the file
   (the gate, the manifest, the spill) is a stub that records its call.
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.macro_render import Rendered, load
+from tests.pytest.macro_render import PLATFORM, Rendered, load
 
 TARGET = "s_silver.silver_events"
 SPILL = "file:/w/_spill/s/silver_events__dbt_tmp__spilled"
@@ -66,18 +66,18 @@ def write_path(memo: Memo, staged: bool = False) -> tuple[Rendered, list[str]]:
     """The macros of incremental_sql.sql, and the calls the write path made outside its concern."""
     calls: list[str] = []
     rendered = load(
-        "macros/formats/incremental_sql.sql",
+        f"{PLATFORM}/formats/incremental_sql.sql",
         model=Model(),
         target=type("Target", (), {"schema": "s"}),
         invocation_id="inv-1",
         this=TARGET,
         adapter=memo,
         config=Config({"merge_prune": {"target_column": "event_date", "source_column": "previous_event_date"}}),
-        sql_string=lambda value: f"'{value}'",
-        staged_model=lambda: staged,
-        record_no_rows_written=lambda target: calls.append(f"no rows written to {target}"),
-        record_written_partitions=lambda target, source: calls.append(f"partitions of {source} in {target}"),
-        stage_for_publication=lambda target: calls.append(f"{target} staged for publication"),
+        latecomer__sql_string=lambda value: f"'{value}'",
+        latecomer__staged_model=lambda: staged,
+        latecomer__record_no_rows_written=lambda target: calls.append(f"no rows written to {target}"),
+        latecomer__record_written_partitions=lambda target, source: calls.append(f"partitions of {source} in {target}"),
+        latecomer__stage_for_publication=lambda target: calls.append(f"{target} staged for publication"),
         get_merge_sql=lambda target, source, unique_key, dest_columns, incremental_predicates: (
             f"merge into {target} using {source} on {' and '.join(incremental_predicates)}"
         ),
@@ -160,8 +160,8 @@ def test_a_model_that_skips_its_write_runs_no_statement_at_all() -> None:
     memo = Memo()
     rendered, calls = write_path(memo)
     rendered.namespace["model"] = Model()
-    # what silver_events does while rendering when nothing arrived (skip_write)
-    rendered.call("skip_write", "no new arrival or release since the last run")
+    # what silver_events does while rendering when nothing arrived (latecomer__skip_write)
+    rendered.call("latecomer__skip_write", "no new arrival or release since the last run")
     assert memo.values == {"skip_write:model.latecomer.silver_events": "no new arrival or release since the last run"}
     assert incremental_sql(rendered) == "select 'nothing new' as status"
     assert rendered.statements == []
@@ -228,7 +228,7 @@ def restated(
         return value
 
     rendered = load(
-        "macros/materializations/restated.sql",
+        f"{PLATFORM}/materializations/restated.sql",
         model=Model(name="gold_daily_revenue", unique_id="model.latecomer.gold_daily_revenue"),
         this=Table(GOLD),
         load_relation=lambda relation: Table(GOLD) if exists else None,
@@ -241,14 +241,14 @@ def restated(
                 "contract": type("Contract", (), {"enforced": False}),
             }
         ),
-        partition_column=lambda column: column,
+        latecomer__partition_column=lambda column: column,
         adapter=RestatedAdapter(steps),
         api=type("Api", (), {"Relation": type("R", (), {"create": staticmethod(lambda **kw: kw["identifier"])})}),
-        table_properties=lambda relation: {"latecomer.inputs": stored} if stored else {},
-        current_version=lambda relation, properties=None: next(versions),
-        versions_table_format=lambda: table_format,
-        stored_inputs_fingerprint=lambda relation, properties: properties.get("latecomer.inputs"),
-        inputs_fingerprint=lambda with_as_of=True: "inputs",
+        latecomer__table_properties=lambda relation: {"latecomer.inputs": stored} if stored else {},
+        latecomer__current_version=lambda relation, properties=None: next(versions),
+        latecomer__versions_table_format=lambda: table_format,
+        latecomer__stored_inputs_fingerprint=lambda relation, properties: properties.get("latecomer.inputs"),
+        latecomer__inputs_fingerprint=lambda with_as_of=True: "inputs",
         watermark_tier_hours=lambda tier: {"daily_close": 24, "month_end": 168}[tier],
         var=lambda name, default=None: {"live_until_tier": "daily_close", "preliminary_until_tier": "month_end"}[name],
         as_of_given=lambda: "2024-01-21",
@@ -259,15 +259,17 @@ def restated(
         pre_hooks=[],
         post_hooks=[],
         persist_docs=lambda relation, model: "",
-        record_no_rows_written=lambda relation: step("no rows written"),
-        spill_rows=lambda relation, sql, view: step("spill", view),
-        open_holds=lambda: type("Holds", (), {"rows": []}),
-        publication_gate=lambda rows, target, layout, holds: step("gate", []),
-        follows_holds=lambda: False,
-        staged_model=lambda: True,
-        stage_for_publication=lambda target, properties: step("staged for publication"),
-        record_written_partitions=lambda target, rows: step("partitions recorded"),
-        record_change_manifest=lambda rows, target, layout, columns, before, after: step(f"manifest {before}->{after}"),
+        latecomer__record_no_rows_written=lambda relation: step("no rows written"),
+        latecomer__spill_rows=lambda relation, sql, view: step("spill", view),
+        latecomer__open_holds=lambda: type("Holds", (), {"rows": []}),
+        latecomer__publication_gate=lambda rows, target, layout, holds: step("gate", []),
+        latecomer__follows_holds=lambda: False,
+        latecomer__staged_model=lambda: True,
+        latecomer__stage_for_publication=lambda target, properties: step("staged for publication"),
+        latecomer__record_written_partitions=lambda target, rows: step("partitions recorded"),
+        latecomer__record_change_manifest=lambda rows, target, layout, columns, before, after: step(
+            f"manifest {before}->{after}"
+        ),
         create_table_as=lambda temporary, relation, sql: f"create table {relation} as {sql}",
     )
     return rendered, steps
@@ -278,7 +280,7 @@ def fingerprint(own: str) -> str:
 
 
 def run_restated(rendered: Rendered) -> Any:
-    return rendered.call("materialization_restated_spark")
+    return rendered.call("materialization_restated_latecomer")
 
 
 def test_a_restated_model_whose_inputs_did_not_move_runs_no_query() -> None:
@@ -314,7 +316,7 @@ def test_nothing_to_restate_writes_nothing_but_records_the_evaluation() -> None:
 def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_set() -> None:
     delta = "md5(inputs|self=the last commit|status_epoch=epoch of 2024-01-21)"
     rendered, steps = restated("delta")
-    rendered.namespace["restated_recorded_fingerprint"] = lambda relation, properties: None
+    rendered.namespace["latecomer__restated_recorded_fingerprint"] = lambda relation, properties: None
     rendered.answer(f"select count(*) from {SPILLED}", [(3,)])
     run_restated(rendered)
     # the note is in flight exactly while the merge commits
@@ -323,6 +325,6 @@ def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_s
     assert rendered.names() == ["main"]
     # and a build that finds it on the table's last commit skips the model
     rendered, steps = restated("delta")
-    rendered.namespace["restated_recorded_fingerprint"] = lambda relation, properties: delta
+    rendered.namespace["latecomer__restated_recorded_fingerprint"] = lambda relation, properties: delta
     run_restated(rendered)
     assert steps == ["no rows written"] and rendered.names() == ["main"]

@@ -1,4 +1,4 @@
-"""One writer per deployment (python_jobs.core.run_lock, macros/run_lock.sql).
+"""One writer per deployment (python_jobs.core.run_lock, adapter/dbt/include/latecomer/macros/run_lock.sql).
 
 A second process holds the lock here: a plain Python process, started with
 this run's state dir, that takes the lock and sleeps. While it lives, an

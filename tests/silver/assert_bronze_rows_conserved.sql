@@ -11,7 +11,7 @@
     which consumes files by identity. The silver and quarantine totals,
     which need whole tables, are compared by `dbt test` (data_tests: all). -#}
 -- depends_on: {{ ref("silver_events") }}, {{ ref("silver_quarantine") }}
-{%- set whole_tables = data_tests_scope() == 'all' %}
+{%- set whole_tables = latecomer__data_tests_scope() == 'all' %}
 
 with
 {%- if not whole_tables %}

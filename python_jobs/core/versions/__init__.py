@@ -1,6 +1,6 @@
 """Table versions as typed records: time travel, partition history, restore, retention.
 
-The procedures behind the ``macros/versions`` run-operations. The macros run
+The procedures behind the ``adapter/dbt/include/latecomer/macros/versions`` run-operations. The macros run
 the SQL (version history, fingerprints, time travel, restore, maintenance
 calls) and pass the rows here through the adapter's ``@available`` methods
 (``adapter/dbt/adapters/latecomer/impl.py``); nothing here needs Spark.

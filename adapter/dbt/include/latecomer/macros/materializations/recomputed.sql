@@ -1,0 +1,243 @@
+{#- A table recomputed from its inputs, and left alone when none of them changed.
+
+    Summaries that are cheap to state but costly to derive incrementally (the
+    completeness estimates, sessions per day) are rebuilt whole, like dbt's
+    `table`, but only when something they read moved:
+    1. fingerprint  the current version of every table the model reads
+                    (through views), the as_of var and the model's code;
+    2. compare      with the fingerprint the table was built from (its table
+                    property latecomer.inputs); equal: stop, nothing written;
+    3. build        spill a SQL model's rows, then create or replace the
+                    table from them (SQL or Python);
+    4. record       the fingerprint as the table's property.
+    A version is Iceberg's current snapshot id, or the version of a Delta
+    table's last commit (DESCRIBE HISTORY); where none can be read (a table
+    of another provider) the model is rebuilt every run, as a `table` would
+    be. Config as_of_dependent=false
+    leaves as_of out of the fingerprint, for a model whose rows do not depend
+    on it.
+
+    Also for a small summary that several data tests read: as a view, each
+    test would compute it again. -#}
+{% materialization recomputed, adapter='latecomer', supported_languages=['sql', 'python'] %}
+    {%- set language = model['language'] -%}
+    {%- set target_relation = this.incorporate(type='table') -%}
+    {%- set existing_relation = load_relation(this) -%}
+    {%- set decision = latecomer__recomputed_decision() -%}
+    {%- set fingerprint = decision['fingerprint'] -%}
+    {%- set unchanged = decision['unchanged'] -%}
+
+    {{ run_hooks(pre_hooks) }}
+    {%- if unchanged -%}
+        {{ log(model.name ~ ': inputs unchanged since the last build, ' ~ target_relation ~ ' left as it is', info=true) }}
+        {%- do latecomer__record_no_rows_written(target_relation) -%}
+        {%- call statement('main') -%}
+            select 'inputs unchanged' as status
+        {%- endcall -%}
+    {%- else -%}
+        {%- if existing_relation is not none and not existing_relation.is_iceberg and not existing_relation.is_delta -%}
+            {%- do adapter.drop_relation(existing_relation) -%}
+        {%- endif -%}
+        {#- A SQL model's rows are spilled first (latecomer__spill_rows, no lock), so
+            the create, which holds the embedded metastore's write lock, only
+            copies them: a long query never holds up other models' writes. -#}
+        {%- set spilled_rows = none if language == 'python'
+            else latecomer__spill_rows(this, sql=compiled_code, view=this.identifier ~ '__recomputed') -%}
+        {%- set sql = compiled_code if language == 'python' else 'select * from ' ~ spilled_rows -%}
+        {%- if decision['staged'] and language == 'python' -%}
+            {#- python_submissions.py overwrites the table on the run branch
+                (or replaces it on main when its columns changed). -#}
+            {%- do latecomer__stage_for_publication(target_relation, decision['properties']) -%}
+        {%- endif -%}
+        {%- if decision['staged'] and language == 'sql' and latecomer__recomputed_columns_kept(spilled_rows, existing_relation) -%}
+            {#- Every row replaced on the run branch (published at the run's end). -#}
+            {%- do latecomer__stage_for_publication(target_relation, decision['properties']) -%}
+            {%- call statement('clear_staged_table') -%}
+                delete from {{ target_relation }}
+            {%- endcall -%}
+            {%- call statement('main') -%}
+                insert into {{ target_relation }} {{ sql }}
+            {%- endcall -%}
+        {%- else -%}
+            {%- call statement('main', language=language) -%}
+                {{ create_table_as(false, target_relation, sql, language) }}
+            {%- endcall -%}
+        {%- endif -%}
+        {#- Where the run stages publication, the fingerprint names the
+            version just written (the run branch's head, or main's after a
+            first build or --full-refresh created the table there), as the
+            next run's decision will read it. -#}
+        {%- if latecomer__staged_model() and decision['inputs'] is not none -%}
+            {%- set fingerprint = latecomer__own_version_fingerprint(decision['inputs'], latecomer__current_version(target_relation)) -%}
+        {%- endif -%}
+        {%- if fingerprint is not none -%}
+            {%- call statement('record_inputs_fingerprint') -%}
+                alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
+            {%- endcall -%}
+        {%- endif -%}
+        {%- do persist_docs(target_relation, model) -%}
+    {%- endif -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{#- Whether the current recomputed model is left as it is in this build
+    ({'unchanged': bool, 'fingerprint': its latecomer__inputs_fingerprint}), decided once
+    per node and invocation: the model's own SQL may ask first, at compile
+    time (latecomer__recomputed_rebuilds), to do work only a rebuild needs. -#}
+{% macro latecomer__recomputed_decision() %}
+    {%- set key = 'recomputed_decision:' ~ model.unique_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- set existing_relation = load_relation(this) -%}
+        {%- set properties = latecomer__table_properties(existing_relation) if existing_relation is not none else {} -%}
+        {%- set inputs = latecomer__inputs_fingerprint(with_as_of=config.get('as_of_dependent', true)) -%}
+        {%- set fingerprint = inputs -%}
+        {#- A staged model's table may be left as main holds it by a run that
+            was not published, after its fingerprint was recorded: its own
+            version is part of the fingerprint. -#}
+        {%- set staged = latecomer__staged_model() and existing_relation is not none and existing_relation.is_iceberg
+            and not should_full_refresh() -%}
+        {%- if staged and inputs is not none -%}
+            {%- set fingerprint = latecomer__own_version_fingerprint(inputs, latecomer__current_version(existing_relation, properties)) -%}
+        {%- endif -%}
+        {%- set unchanged = fingerprint is not none and existing_relation is not none and not should_full_refresh()
+            and latecomer__stored_inputs_fingerprint(existing_relation, properties) == fingerprint -%}
+        {%- do adapter.memo_set(key, {'unchanged': unchanged, 'fingerprint': fingerprint, 'inputs': inputs, 'staged': staged,
+                                      'properties': properties}) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
+{% endmacro %}
+
+
+{#- A fingerprint that also names the table's own version. -#}
+{% macro latecomer__own_version_fingerprint(fingerprint, own_version) %}
+    {{ return(local_md5(fingerprint ~ '|self=' ~ own_version)) }}
+{% endmacro %}
+
+
+{#- Whether the spilled rows (temporary view `spilled_rows`) have the columns,
+    names and types, that `relation` holds, so they can replace its rows
+    without replacing the table. -#}
+{% macro latecomer__recomputed_columns_kept(spilled_rows, relation) %}
+    {%- set columns = adapter.get_columns_in_relation(api.Relation.create(identifier=spilled_rows, type='view')) -%}
+    {%- set stored = adapter.get_columns_in_relation(relation) -%}
+    {{ return(columns | map(attribute='name') | map('lower') | list == stored | map(attribute='name') | map('lower') | list
+        and columns | map(attribute='data_type') | list == stored | map(attribute='data_type') | list) }}
+{% endmacro %}
+
+
+{#- Whether the model being compiled is a recomputed model that this build
+    rebuilds: false while parsing, in a dbt unit test (whose inputs are
+    fixtures, not tables) and when its inputs are unchanged. -#}
+{% macro latecomer__recomputed_rebuilds() %}
+    {{ return(execute and model.resource_type == 'model' and config.get('materialized') == 'recomputed'
+        and not latecomer__recomputed_decision()['unchanged']) }}
+{% endmacro %}
+
+
+{#- A hash of what the current model's output depends on, or none when a
+    version cannot be read. with_as_of=false leaves the as_of var out, for a
+    node whose output does not depend on it. -#}
+{% macro latecomer__inputs_fingerprint(with_as_of=true) %}
+    {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta),
+                     'project=' ~ adapter.project_fingerprint()] -%}
+    {%- if with_as_of -%}
+        {%- do parts.append('as_of=' ~ (as_of_given() or run_started_at)) -%}
+    {%- endif -%}
+    {%- for relation in latecomer__upstream_tables(model.depends_on.nodes) | sort -%}
+        {%- set version = current_table_version(relation) -%}
+        {%- if version is none -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- do parts.append(relation ~ '=' ~ version) -%}
+    {%- endfor -%}
+    {{ log(model.name ~ ': inputs ' ~ parts | join('|')) }}
+    {{ return(local_md5(parts | join('|'))) }}
+{% endmacro %}
+
+
+{#- The tables behind `unique_ids` (models, snapshots, seeds, sources),
+    following views and ephemeral models to the tables they read. -#}
+{% macro latecomer__upstream_tables(unique_ids) %}
+    {%- set tables = [] -%}
+    {%- set pending = unique_ids | list -%}
+    {%- set seen = [] -%}
+    {%- for _ in range(200) if pending -%}
+        {%- set unique_id = pending.pop() -%}
+        {%- if unique_id not in seen -%}
+            {%- do seen.append(unique_id) -%}
+            {%- set node = graph.nodes.get(unique_id) or graph.sources.get(unique_id) -%}
+            {%- if node and node.resource_type in ('model', 'snapshot', 'seed')
+                    and node.config.materialized in ('view', 'ephemeral') -%}
+                {%- do pending.extend(node.depends_on.nodes) -%}
+            {%- elif node and node.resource_type in ('model', 'snapshot', 'seed', 'source') -%}
+                {%- do tables.append(node.relation_name) -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(tables) }}
+{% endmacro %}
+
+
+{#- SQL recording the current node's latecomer__inputs_fingerprint on its table (a
+    post-hook: it runs only once the write succeeded); a no-op where a version
+    cannot be read. -#}
+{% macro latecomer__record_inputs_fingerprint(with_as_of=true) %}
+    {%- set fingerprint = latecomer__inputs_fingerprint(with_as_of) if execute else none -%}
+    {%- if fingerprint is none -%}
+        {{ return("select 'no inputs fingerprint' as status") }}
+    {%- endif -%}
+    {#- Set only when it changed: on Delta setting a property is a commit. -#}
+    {%- if latecomer__stored_inputs_fingerprint(this) == fingerprint -%}
+        {{ return("select 'inputs fingerprint unchanged' as status") }}
+    {%- endif -%}
+    {{ return("alter table " ~ this ~ " set tblproperties ('latecomer.inputs' = '" ~ fingerprint ~ "')") }}
+{% endmacro %}
+
+
+{#- The fingerprint a table was last built from, or none. -#}
+{% macro latecomer__stored_inputs_fingerprint(relation, properties=none) %}
+    {%- if properties is not none -%}
+        {{ return(properties.get('latecomer.inputs')) }}
+    {%- endif -%}
+    {{ return(latecomer__table_property(relation, 'latecomer.inputs')) }}
+{% endmacro %}
+
+
+{#- A table property's value, or none when the table does not have it. -#}
+{% macro latecomer__table_property(relation, key) %}
+    {%- set rows = run_query("show tblproperties " ~ relation ~ " (" ~ latecomer__sql_string(key) ~ ")").rows -%}
+    {%- set value = rows[0][1] if rows and rows[0] | length > 1 else rows[0][0] if rows else none -%}
+    {{ return(value if value and 'does not have property' not in value else none) }}
+{% endmacro %}
+
+
+{#- The table's current version id (Iceberg's snapshot id, Delta's last
+    commit version); 'absent' for a table not created yet and 'empty' for an
+    Iceberg table with no snapshot (a landing table before its first file: a
+    fingerprint then changes when rows land); none where the table has no
+    version to read. -#}
+{% macro current_table_version(relation) %}
+    {{ return(adapter.dispatch('current_table_version')(relation)) }}
+{% endmacro %}
+
+{% macro default__current_table_version(relation) %}
+    {%- set parts = (relation | string | replace('`', '')).split('.') -%}
+    {%- set found = adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) -%}
+    {%- if found is none -%}
+        {#- not created yet (a landing table before its first file) -#}
+        {{ return('absent') }}
+    {%- endif -%}
+    {%- if latecomer__versions_table_format() == 'delta' -%}
+        {#- Delta: the version of the table's last commit (DESCRIBE HISTORY);
+            none for a table of another provider, which has no history. -#}
+        {{ return(latecomer__current_version(relation) if found.is_delta is not false else none) }}
+    {%- endif -%}
+    {%- set version = latecomer__current_version(relation) -%}
+    {%- if version is none and found.is_iceberg -%}
+        {#- an Iceberg table with no snapshot holds no row yet -#}
+        {{ return('empty') }}
+    {%- endif -%}
+    {{ return(version) }}
+{% endmacro %}
