@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
+import dbt.adapters.latecomer
 import pytest
 from dbt.adapters.latecomer import commit_notes
 from dbt.adapters.latecomer.connections import (
@@ -12,9 +15,10 @@ from dbt.adapters.latecomer.connections import (
     ThriftConnectionWrapper,
     spark_string_literal,
 )
-from dbt.adapters.latecomer.impl import default_file_format
+from dbt.adapters.latecomer.impl import LatecomerAdapter, default_file_format
 from dbt.adapters.latecomer.python_submissions import spark_frame
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
+from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 from spark_dialect import to_spark
 
@@ -159,3 +163,24 @@ def test_every_commit_carries_the_run_and_every_note_in_flight() -> None:
     commit_notes.clear(spark)
     commit_notes.set_run(spark, None)
     assert _carried(spark) is None
+
+
+def _available_in_package() -> set[str]:
+    """The methods decorated ``@available`` in any class the adapter package defines."""
+    names = set()
+    for module_info in pkgutil.iter_modules(dbt.adapters.latecomer.__path__):
+        module = importlib.import_module(f"{dbt.adapters.latecomer.__name__}.{module_info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                names.update(name for name, member in vars(value).items() if getattr(member, "_is_available_", False))
+    return names
+
+
+def test_every_available_method_reaches_jinja() -> None:
+    # dbt's adapter wrapper in Jinja answers only the names in _available_,
+    # which AdapterMeta collects from the class and its bases' _available_: a
+    # mixin that is not of AdapterMeta would lose its methods silently.
+    ours = _available_in_package()
+    assert ours, "no @available method found in the adapter package"
+    assert ours <= LatecomerAdapter._available_, sorted(ours - LatecomerAdapter._available_)
+    assert LatecomerAdapter._available_ == SparkAdapter._available_ | ours

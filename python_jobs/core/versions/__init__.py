@@ -3,7 +3,7 @@
 The procedures behind the ``adapter/dbt/include/latecomer/macros/versions`` run-operations. The macros run
 the SQL (version history, fingerprints, time travel, restore, maintenance
 calls) and pass the rows here through the adapter's ``@available`` methods
-(``adapter/dbt/adapters/latecomer/impl.py``); nothing here needs Spark.
+(``adapter/dbt/adapters/latecomer/versioning.py``); nothing here needs Spark.
 
 Time
     A version's times are UTC strings ``yyyy-MM-dd HH:mm:ss.SSSSSS`` as
