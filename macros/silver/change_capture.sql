@@ -12,7 +12,8 @@
     (unlogged), carries the row's own previous values and action over
     instead: the change log then compares with what it last saw. The MERGE
     also reads the partitions such rows live in, since their
-    previous_event_date no longer names them (latecomer__merge_partition_predicates).
+    previous_event_date no longer names them: silver_events' config
+    merge_prune says so (`unlogged`, latecomer__unlogged_partitions).
 
     change_log_high_water_mark()
         SQL timestamp literal up to which silver_event_changes has taken
@@ -20,12 +21,7 @@
         silver_events, where no row is stored (and in unit tests: override
         it there); latecomer__high_water_mark_floor() when silver_events is stored and
         its change log never was (the first build stopped between the two):
-        no change is logged yet.
-    unlogged_event_dates(logged_until)
-        The event dates holding rows of this table changed after
-        `logged_until` (none after a clean run; Iceberg skips every file whose
-        changed_run_at statistics end before it), kept for
-        latecomer__merge_partition_predicates. -#}
+        no change is logged yet. -#}
 
 {% macro change_log_high_water_mark() %}
     {%- if not execute or model.resource_type != 'model' or not is_incremental() -%}
@@ -36,18 +32,4 @@
         {{ return(latecomer__high_water_mark_floor()) }}
     {%- endif -%}
     {{ return(latecomer__high_water_mark('changed_run_at', change_log)) }}
-{% endmacro %}
-
-{% macro unlogged_event_dates(logged_until) %}
-    {%- if logged_until is none or not execute or model.resource_type != 'model' -%}
-        {{ return([]) }}
-    {%- endif -%}
-    {%- set dates = run_query('select distinct cast(event_date as string) from ' ~ this
-        ~ ' where changed_run_at > ' ~ logged_until).columns[0].values() | list -%}
-    {%- if dates -%}
-        {{ log(model.name ~ ': rows of ' ~ dates | length ~ ' event date(s) changed after the change log\'s last run;'
-            ~ ' their previous values are kept for it', info=true) }}
-    {%- endif -%}
-    {%- do adapter.memo_set('merge_prune_extra:' ~ this, dates) -%}
-    {{ return(dates) }}
 {% endmacro %}

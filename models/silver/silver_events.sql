@@ -13,7 +13,8 @@
 {{ config(
     unique_key=['event_id', 'source_system'],
     partition_by=['event_date'],
-    merge_prune={'target_column': 'event_date', 'source_column': 'previous_event_date'},
+    merge_prune={'target_column': 'event_date', 'source_column': 'previous_event_date',
+                 'unlogged': {'column': 'changed_run_at', 'log': 'silver_event_changes'}},
 ) }}
 -- depends_on: {{ ref('stg_bronze_events') }}
 
@@ -35,10 +36,10 @@
 {#- Its batch is then empty by construction: the write is skipped without
     spilling or counting it. #}
 {%- do latecomer__skip_write('no new arrival or release since the last run') if nothing_new %}
-{#- How far silver_event_changes has taken this table, and where rows it has
-    not taken yet live (macros/silver/change_capture.sql). #}
+{#- How far silver_event_changes has taken this table
+    (macros/silver/change_capture.sql); the MERGE also reads where the rows
+    it has not taken yet live (config merge_prune, `unlogged`). #}
 {%- set logged_until = none if nothing_new else change_log_high_water_mark() %}
-{%- do unlogged_event_dates(logged_until) %}
 
 {#- Backfill and replay: the window's rows read again from bronze
     (rederived) and the correction links among them. In a build

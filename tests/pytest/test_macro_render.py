@@ -46,6 +46,9 @@ class Memo:
         self.values[key] = value
         return ""
 
+    def get_columns_in_relation(self, relation: Any) -> list[Any]:
+        return [type("Column", (), {"name": name}) for name in ("event_id", "Source_System", "event_date")]
+
 
 @dataclass
 class Config:
@@ -139,12 +142,66 @@ def test_a_staged_model_stages_its_table_before_the_merge() -> None:
     assert calls == [f"partitions of silver_events__dbt_tmp__spilled in {TARGET}", f"{TARGET} staged for publication"]
 
 
-def test_partitions_the_model_names_besides_are_merged_too() -> None:
-    memo = Memo({f"merge_prune_extra:{TARGET}": ["2024-01-03", "2024-01-09"]})
-    rendered, _ = write_path(memo)
+@dataclass
+class SchemaTable:
+    database: str | None
+    schema: str
+    identifier: str
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.identifier}"
+
+
+class LogAdapter(Memo):
+    """The memo, and the change log's relation when it exists."""
+
+    def __init__(self, log_exists: bool) -> None:
+        super().__init__()
+        self.log_exists = log_exists
+
+    def get_relation(self, database: str | None, schema: str, identifier: str) -> SchemaTable | None:
+        return SchemaTable(database, schema, identifier) if self.log_exists else None
+
+
+@pytest.mark.parametrize(
+    ("log_exists", "logged_until"),
+    [(True, "cast('2024-01-09 10:00:00' as timestamp)"), (False, "cast('1900-01-01' as timestamp)")],
+)
+def test_with_unlogged_the_merge_also_reads_the_partitions_its_log_has_not_taken(
+    log_exists: bool, logged_until: str
+) -> None:
+    rendered, _ = write_path(LogAdapter(log_exists))
+    asked: list[tuple[str, str]] = []
+    prune = {"target_column": "event_date", "source_column": "previous_event_date"}
+    unlogged = {"column": "changed_run_at", "log": "silver_event_changes"}
+    rendered.namespace.update(
+        config=Config({"merge_prune": {**prune, "unlogged": unlogged}}),
+        this=SchemaTable(None, "s_silver", "silver_events"),
+        latecomer__high_water_mark=lambda column, relation: (
+            asked.append((column, str(relation))) or "cast('2024-01-09 10:00:00' as timestamp)"
+        ),
+        latecomer__high_water_mark_floor=lambda: "cast('1900-01-01' as timestamp)",
+    )
+    rendered.answer("select count(*)", [(2,)])
+    rendered.answer("select distinct cast(event_date as string)", [("2024-01-03",), ("2024-01-09",)])
+    predicates = incremental_sql(rendered).split(" on ", 1)[1]
+    # the stored rows changed after the log's high-water mark (every row's without a log)
+    assert rendered.statements[-1] == (
+        "query",
+        None,
+        f"select distinct cast(event_date as string) from s_silver.silver_events where changed_run_at > {logged_until}",
+    )
+    assert asked == ([("changed_run_at", "s_silver.silver_event_changes")] if log_exists else [])
+    # their partitions are read beside the new rows' (2024-01-03 named by both, once)
+    assert sorted(predicates.count(day) for day in ("2024-01-03", "2024-01-05", "2024-01-09")) == [1, 1, 1]
+
+
+def test_without_unlogged_the_merge_reads_only_the_new_rows_partitions() -> None:
+    rendered, _ = write_path(LogAdapter(True))
     rendered.answer("select count(*)", [(2,)])
     predicates = incremental_sql(rendered).split(" on ", 1)[1]
-    assert sorted(predicates.count(day) for day in ("2024-01-03", "2024-01-05", "2024-01-09")) == [1, 1, 1]
+    assert "2024-01-09" not in predicates
+    assert not any("changed_run_at" in sql for _, _, sql in rendered.statements)
 
 
 @pytest.mark.parametrize("strategy", ["merge", "append"])
@@ -154,6 +211,39 @@ def test_no_new_row_writes_nothing_and_says_so(strategy: str) -> None:
     assert incremental_sql(rendered, strategy) == "select 'nothing new' as status"
     assert [kind for kind, _, _ in rendered.statements] == ["query", "statement", "statement", "query"]
     assert calls == [f"no rows written to {TARGET}"]
+
+
+def test_an_empty_merge_still_fails_on_a_unique_key_its_table_lacks() -> None:
+    rendered, calls = write_path(Memo())
+    rendered.answer("select count(*)", [(0,)])
+    raised: list[str] = []
+    rendered.namespace["exceptions"] = type(
+        "Exceptions", (), {"raise_compiler_error": staticmethod(lambda message: raised.append(message) or "")}
+    )
+    # the key named differently in case is found, as Spark finds it
+    rendered.call(
+        "dbt_spark_get_incremental_sql",
+        "merge",
+        Relation("silver_events__dbt_tmp"),
+        TARGET,
+        Relation("silver_events"),
+        ["event_id", "source_system"],
+        None,
+    )
+    assert raised == []
+    rendered.call(
+        "dbt_spark_get_incremental_sql",
+        "merge",
+        Relation("silver_events__dbt_tmp"),
+        TARGET,
+        Relation("silver_events"),
+        "not_a_column",
+        None,
+    )
+    assert raised == [
+        f"silver_events: unique_key column(s) not_a_column not found in {TARGET}"
+        " (its columns: event_id, source_system, event_date)"
+    ]
 
 
 def test_a_model_that_skips_its_write_runs_no_statement_at_all() -> None:

@@ -18,6 +18,10 @@
         {%- set source = source if model.language == 'python' else latecomer__spill_rows(source) -%}
         {%- set new_rows = run_query('select count(*) from ' ~ source).columns[0].values()[0] -%}
         {%- if new_rows == 0 -%}
+            {%- if strategy == 'merge' -%}
+                {#- The MERGE skipped would have failed on a key the table lacks. -#}
+                {%- do latecomer__check_unique_key(target, unique_key) -%}
+            {%- endif -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
             {%- do latecomer__record_no_rows_written(target) -%}
             select 'nothing new' as status
@@ -41,6 +45,20 @@
             {{ exceptions.raise_compiler_error("The microbatch strategy needs a partition_by config.") }}
         {%- endif -%}
         {{ get_insert_overwrite_sql(source, target, existing) }}
+    {%- endif -%}
+{% endmacro %}
+
+
+{#- Fails, as the MERGE would, when a column of `unique_key` is not one of
+    `relation`'s (a name, or a list of names; Spark compares names without
+    case). The columns are the adapter's, kept for the invocation. -#}
+{% macro latecomer__check_unique_key(relation, unique_key) %}
+    {%- set keys = ([unique_key] if unique_key is string else unique_key or []) | map('lower') | list -%}
+    {%- set columns = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+    {%- set missing = keys | reject('in', columns) | list -%}
+    {%- if missing -%}
+        {{ exceptions.raise_compiler_error(model.name ~ ': unique_key column(s) ' ~ missing | join(', ')
+            ~ ' not found in ' ~ relation ~ ' (its columns: ' ~ columns | join(', ') ~ ')') }}
     {%- endif -%}
 {% endmacro %}
 
@@ -124,11 +142,16 @@
 
 
 {#- Config merge_prune: {target_column: <partition column of the table>,
-    source_column: <column of the new rows>[, type: date (default) | timestamp]}: the partition each new row's
-    match lives in (for silver_events, a known key's previous_event_date).
-    The MERGE then reads only those partitions of the table to find its
-    matches, instead of all of them. A timestamp column is matched by the
-    days its values fall on (pruned by the files' min/max statistics).
+    source_column: <column of the new rows>[, type: date (default) | timestamp]
+    [, unlogged: {column: <run time column of the table>, log: <table>}]}:
+    the partition each new row's match lives in (for silver_events, a known
+    key's previous_event_date). The MERGE then reads only those partitions of
+    the table to find its matches, instead of all of them. A timestamp column
+    is matched by the days its values fall on (pruned by the files' min/max
+    statistics). With `unlogged`, also the partitions of stored rows that the
+    table `log` (in the same schema) has not taken yet
+    (latecomer__unlogged_partitions): such a row may carry its previous
+    values over, so the source column no longer names where it lives.
     Returns a list of ON predicates. -#}
 {% macro latecomer__merge_partition_predicates(source) %}
     {%- set prune = config.get('merge_prune') -%}
@@ -139,9 +162,9 @@
     {%- set value_sql = 'to_date(' ~ prune['source_column'] ~ ')' if by_day else prune['source_column'] -%}
     {%- set values = run_query('select distinct cast(' ~ value_sql ~ ' as string) from ' ~ source
         ~ ' where ' ~ prune['source_column'] ~ ' is not null').columns[0].values() | list -%}
-    {#- Partitions the model found its matches in besides (silver_events:
-        rows its change log has not taken yet, the project's macros/silver/change_capture.sql). -#}
-    {%- set values = (values + (adapter.memo_get('merge_prune_extra:' ~ this) or [])) | unique | list -%}
+    {%- if prune.get('unlogged') -%}
+        {%- set values = (values + latecomer__unlogged_partitions(prune['target_column'], prune['unlogged'])) | unique | list -%}
+    {%- endif -%}
     {%- if values | length == 0 -%}
         {{ return(['false']) }}
     {%- endif -%}
@@ -156,4 +179,24 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return(['(' ~ matches | join(' or ') ~ ')']) }}
+{% endmacro %}
+
+{#- The values of `partition_column` holding rows of this table changed after
+    the table `unlogged.log` last took its changes: rows whose
+    `unlogged.column` is later than that table's largest (every row when it
+    does not exist yet). None after a clean run; Iceberg skips every file
+    whose statistics end before the high-water mark. (silver_events: a run
+    stopped between its MERGE and its change log's; the project's
+    macros/silver/change_capture.sql.) -#}
+{% macro latecomer__unlogged_partitions(partition_column, unlogged) %}
+    {%- set log_table = adapter.get_relation(this.database, this.schema, unlogged['log']) -%}
+    {%- set logged_until = latecomer__high_water_mark(unlogged['column'], log_table)
+        if log_table is not none else latecomer__high_water_mark_floor() -%}
+    {%- set values = run_query('select distinct cast(' ~ partition_column ~ ' as string) from ' ~ this
+        ~ ' where ' ~ unlogged['column'] ~ ' > ' ~ logged_until).columns[0].values() | list -%}
+    {%- if values -%}
+        {{ log(model.name ~ ': rows of ' ~ values | length ~ ' partition(s) changed after ' ~ unlogged['log']
+            ~ ' last took them; the MERGE reads them too', info=true) }}
+    {%- endif -%}
+    {{ return(values) }}
 {% endmacro %}
