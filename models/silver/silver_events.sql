@@ -9,7 +9,18 @@
     Backfill and replay (vars backfill_start / backfill_end): every key with an
     arrival or a row in the window's event dates is recomputed from scratch from
     bronze, read again with the current code (event_arrival_ctes), and only keys
-    whose row comes out different are merged, as action backfill or replay. -#}
+    whose row comes out different are merged, as action backfill or replay.
+
+    Steps, each named below:
+      0. what the SQL depends on: the last run's high-water mark, the
+         backfill window, whether anything reached silver since
+         (silver_has_new_rows), how far the change log has taken this table;
+      1. the batch (silver_batch_ctes, macros/silver/event_batch.sql): each
+         key's winning arrival, spilled once in a build;
+      2. where the batch's keys are stored (silver_stored_key_dates);
+      3. the query: existing (their stored rows), compared, merged_batch
+         (the row each key keeps), orphaned (a window's keys left without
+         an arrival), final. -#}
 {{ config(
     unique_key=['event_id', 'source_system'],
     partition_by=['event_date'],
@@ -27,182 +38,27 @@
 {%- set arrival_columns = ['event_type', 'user_id', 'amount', 'event_ts', 'event_date', 'record_kind', 'precedence',
                            'arrival_ts', 'ingested_at', 'ingestion_id', 'line_number', 'bronze_row_id',
                            'lateness_seconds', 'watermark_tier'] %}
-{#- With no new arrival and no release since the last run, the batch is
-    planned as empty and Spark reads none of this table's history. #}
-{%- set nothing_new = is_incremental() and not window and not latecomer__any_rows(
-    "select 1 from " ~ ref('silver_event_arrivals') ~ " where route = 'silver' and ledger_run_at > " ~ run_hwm
-    ~ " union all select 1 from " ~ ref('silver_quarantine')
-    ~ " where status = 'released' and status_run_at > " ~ run_hwm) %}
-{#- Its batch is then empty by construction: the write is skipped without
-    spilling or counting it. #}
+{#- Step 0, what this run's SQL depends on, each one named question: with
+    no new arrival and no release since the last run, the batch is planned
+    as empty and the write is skipped without spilling or counting it. #}
+{%- set nothing_new = is_incremental() and not window and not silver_has_new_rows(run_hwm) %}
 {%- do latecomer__skip_write('no new arrival or release since the last run') if nothing_new %}
 {#- How far silver_event_changes has taken this table
     (macros/silver/change_capture.sql); the MERGE also reads where the rows
     it has not taken yet live (config merge_prune, `unlogged`). #}
 {%- set logged_until = none if nothing_new else change_log_high_water_mark() %}
 
-{#- Backfill and replay: the window's rows read again from bronze
-    (rederived) and the correction links among them. In a build
-    (latecomer__spills_while_rendering), the links' chains are followed a round per
-    statement over spilled rows (correction_chain_end_ctes with spilled_from);
-    in one query, the plan would hold the whole bronze re-derivation once
-    per link-set reference, 64 times. #}
-{%- set rederived_ctes %}
-bronze_events as (
-    select * from {{ ref('stg_bronze_events') }}
-),
-
-{{ event_arrival_ctes('bronze_events', 'rederived') }},
-
-eligible as (
-    select
-        rederived.*,
-        {{ run_ts() }} as ledger_run_at,
-        '{{ invocation_id }}' as invocation_id,
-        false as is_release
-    from rederived
-    left join {{ ref('silver_quarantine') }} as quarantine
-        on rederived.bronze_row_id = quarantine.bronze_row_id
-    {#- A row routed to silver and held since (a rejected publication hold,
-        an unresolved correction chain) stays out. #}
-    where
-        rederived.event_ts is not null
-        and (
-            (rederived.route = 'silver' and quarantine.bronze_row_id is null)
-            or quarantine.status = 'released'
-        )
-),
-
-eligible_links as (
-    {{ correction_links('eligible') }}
-)
-{%- endset %}
+{#- Step 1, the batch (macros/silver/event_batch.sql). In a build
+    (latecomer__spills_while_rendering), a backfill window's correction
+    chains are followed a round per statement over spilled links
+    (correction_chain_end_ctes with spilled_from): in one query, the plan
+    would hold the whole bronze re-derivation once per link-set reference,
+    64 times. #}
 {%- set rederived_links_sql = none %}
 {%- if window and latecomer__spills_while_rendering() %}
-    {%- set rederived_links_sql = 'with ' ~ rederived_ctes ~ ' select * from eligible_links' %}
+    {%- set rederived_links_sql = 'with ' ~ silver_rederived_ctes() ~ ' select * from eligible_links' %}
 {%- endif %}
-
-{%- set batch_ctes %}
-arrivals as (
-    select * from {{ ref('silver_event_arrivals') }}
-),
-
-quarantine as (
-    select * from {{ ref('silver_quarantine') }}
-),
-
-{#- New arrivals routed to silver, but those silver_quarantine holds since
-    (on a correction chain that does not resolve). #}
-new_arrivals as (
-    select
-        arrivals.*,
-        false as is_release
-    from arrivals
-    left anti join quarantine
-        on arrivals.bronze_row_id = quarantine.bronze_row_id
-        and quarantine.status != 'released'
-        and quarantine.status_run_at > {{ run_hwm }}
-    where
-        arrivals.route = 'silver'
-        and arrivals.ledger_run_at > {{ run_hwm }}{% if nothing_new %} and false{% endif %}
-),
-
-{# Released rows are looked up in the ledger's arrival-date partitions they
-    arrived in (the ledger's arrival_date is the date of arrival_ts). #}
-released_arrivals as (
-    select
-        arrivals.*,
-        true as is_release
-    from quarantine
-    inner join arrivals
-        on quarantine.bronze_row_id = arrivals.bronze_row_id
-        and to_date(quarantine.arrival_ts) = arrivals.arrival_date
-    where
-        quarantine.status = 'released'
-        and quarantine.status_run_at > {{ run_hwm }}
-        and arrivals.event_ts is not null{% if nothing_new %}
-        and false{% endif %}
-),
-
-incremental_candidates as (
-    select * from new_arrivals
-    union all
-    select * from released_arrivals
-),
-
-{# A correction may name a superseded correction: silver_correction_chains
-    holds where each such chain ends (the original event). -#}
-correction_chains as (
-    select * from {{ ref('silver_correction_chains') }}
-),
-
-incremental_resolved as (
-    {{ resolved_through_chains('incremental_candidates', 'correction_chains', 'chain_end_event_id') }}
-),
-
-{% if window %}
-{{ rederived_ctes }},
-
-{{ resolve_corrections_ctes('eligible', 'eligible_links', 'rederived_resolved', spilled_from=rederived_links_sql) }},
-
-window_keys as (
-    select
-        resolved_event_id as event_id,
-        source_system
-    from rederived_resolved
-    where event_date between date'{{ window.start }}' and date'{{ window.end }}'
-    union
-    select
-        event_id,
-        source_system
-    from {{ this }}
-    where event_date between date'{{ window.start }}' and date'{{ window.end }}'
-),
-
-resolved as (
-    select
-        incremental_resolved.*,
-        false as from_scratch
-    from incremental_resolved
-    left anti join window_keys
-        on incremental_resolved.resolved_event_id = window_keys.event_id
-        and incremental_resolved.source_system = window_keys.source_system
-    union all
-    select
-        rederived_resolved.*,
-        true as from_scratch
-    from rederived_resolved
-    left semi join window_keys
-        on rederived_resolved.resolved_event_id = window_keys.event_id
-        and rederived_resolved.source_system = window_keys.source_system
-),
-{% else %}
-resolved as (
-    select
-        *,
-        false as from_scratch
-    from incremental_resolved
-),
-{% endif %}
-
-ranked as (
-    select
-        *,
-        row_number() over (
-            partition by resolved_event_id, source_system
-            order by precedence desc, arrival_ts desc, ingestion_id desc, line_number desc
-        ) as batch_rank,
-        count(*) over (partition by resolved_event_id, source_system) as new_versions,
-        min(arrival_ts) over (partition by resolved_event_id, source_system) as batch_first_arrival_ts,
-        max(cast(is_release as int)) over (partition by resolved_event_id, source_system) as has_release
-    from resolved
-),
-
-batch_winners as (
-    select * from ranked
-    where batch_rank = 1
-)
-{%- endset %}
+{%- set batch_ctes = silver_batch_ctes(run_hwm, nothing_new, window, rederived_links_sql) %}
 
 {#- The queries below read batch_winners two or three times: in a build it
     is spilled once (latecomer__spilled_cte), since Spark would otherwise run the batch's
@@ -213,24 +69,16 @@ batch_winners as (
     {%- set batch_ctes = latecomer__spilled_cte(batch_ctes, 'batch_winners') %}
 {%- endif %}
 
-{#- The event dates holding the current rows of the batch's keys, found with
-    one query over the table's key columns (see `existing`); unspilled, a
-    backfill window, whose batch is read again from bronze, finds them in its
-    query. #}
-{%- set existing_dates_sql %}
-select distinct current_keys.event_date
-from {{ this }} as current_keys
-left semi join batch_winners as key_of_batch
-    on current_keys.event_id = key_of_batch.resolved_event_id
-    and current_keys.source_system = key_of_batch.source_system
-{%- endset %}
+{#- Step 2, where the batch's keys are stored: their event dates, found
+    before the query (silver_stored_key_dates); unspilled, a backfill window,
+    whose batch is read again from bronze, finds them in its query. #}
 {%- set existing_dates = none %}
 {%- if is_incremental() and (spilled or not window) and execute and model.resource_type == 'model' %}
-    {%- set existing_dates = [] if nothing_new else run_query(
-        'with ' ~ batch_ctes ~ ' select cast(event_date as string) from (' ~ existing_dates_sql ~ ')'
-    ).columns[0].values() | list %}
+    {%- set existing_dates = [] if nothing_new else silver_stored_key_dates(batch_ctes) %}
 {%- endif %}
 
+{#- Step 3, the query: each batch winner compared with the stored row of its
+    key, and the row the key keeps. #}
 with {{ batch_ctes }},
 
 {% if is_incremental() %}
@@ -248,30 +96,20 @@ existing as (
     {%- if existing_dates is not none %}
     where {{ latecomer__in_list('current_rows.event_date', existing_dates, 'date') }}
     {%- else %}
-    where current_rows.event_date in ({{ existing_dates_sql }})
+    where current_rows.event_date in ({{ silver_batch_key_dates_sql() }})
     {%- endif %}
 ),
 {% else %}
+{#- A first build: nothing stored, the stored rows' columns. #}
 existing as (
     select
         resolved_event_id as event_id,
         source_system,
-        event_type,
-        user_id,
-        amount,
-        event_ts,
-        event_date,
+        {%- for column in arrival_columns %}
+        {{ column }},
+        {%- endfor %}
         false as is_deleted,
-        record_kind,
-        precedence,
-        arrival_ts,
-        ingested_at,
-        ingestion_id,
-        line_number,
-        bronze_row_id,
         arrival_ts as first_arrival_ts,
-        lateness_seconds,
-        watermark_tier,
         cast(0 as bigint) as version_count,
         {%- for column in capture_columns %}
         cast(null as {{ capture_columns[column] }}) as previous_{{ column }},
@@ -301,23 +139,9 @@ compared as (
             'ingestion_id', existing.ingestion_id,
             'line_number', existing.line_number
         ) as new_wins,
-        existing.event_type as old_event_type,
-        existing.user_id as old_user_id,
-        existing.amount as old_amount,
-        existing.event_ts as old_event_ts,
-        existing.event_date as old_event_date,
-        existing.is_deleted as old_is_deleted,
-        existing.record_kind as old_record_kind,
-        existing.precedence as old_precedence,
-        existing.arrival_ts as old_arrival_ts,
-        existing.ingested_at as old_ingested_at,
-        existing.ingestion_id as old_ingestion_id,
-        existing.line_number as old_line_number,
-        existing.bronze_row_id as old_bronze_row_id,
-        existing.first_arrival_ts as old_first_arrival_ts,
-        existing.lateness_seconds as old_lateness_seconds,
-        existing.watermark_tier as old_watermark_tier,
-        existing.version_count as old_version_count,
+        {%- for column in arrival_columns + ['is_deleted', 'first_arrival_ts', 'version_count'] %}
+        existing.{{ column }} as old_{{ column }},
+        {%- endfor %}
         {#- A stored row whose change the change log has not taken (a run
             stopped between the two): what the log last saw is its previous
             values, not the row (macros/silver/change_capture.sql). #}

@@ -33,7 +33,7 @@
         {#- Nothing of the relation to test this run: the test
             materialization passes it with no statement (or, storing its
             failures, latecomer__get_test_sql answers without reading it). -#}
-        {%- do adapter.memo_set(latecomer__empty_scope_key(), true) -%}
+        {%- do latecomer__note_empty_test_scope() -%}
         {%- do predicates.append(scope) -%}
     {%- elif scope -%}
         {%- do predicates.append(scope) -%}
@@ -124,10 +124,18 @@
 {%- endmacro %}
 
 
-{#- Memo key: the current test reads nothing this run (its relation's scope is
-    empty). -#}
-{% macro latecomer__empty_scope_key() -%}
-    {{ return('empty_test_scope:' ~ model.unique_id) }}
+{#- Notes that the test being compiled reads nothing this run (its
+    relation's scope is empty). -#}
+{% macro latecomer__note_empty_test_scope() -%}
+    {%- do adapter.memo_set('empty_test_scope:' ~ model.unique_id, true) -%}
+{%- endmacro %}
+
+{#- Whether the test being run found nothing of its relation written this
+    build (latecomer__note_empty_test_scope, while its SQL compiled): the
+    test materialization then runs no statement, and latecomer__get_test_sql
+    answers without reading the table. -#}
+{% macro latecomer__test_scope_is_empty() -%}
+    {{ return(adapter.memo_get('empty_test_scope:' ~ model.unique_id) or false) }}
 {%- endmacro %}
 
 
@@ -137,7 +145,7 @@
     test materialization (macros/materializations/test.sql) runs no statement
     at all then; this answer serves a test that stores its failures. -#}
 {% macro latecomer__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
-    {%- if adapter.memo_get(latecomer__empty_scope_key()) -%}
+    {%- if latecomer__test_scope_is_empty() -%}
         {{ log(model.name ~ ': nothing written this run in the tested table; passes without reading it') }}
         select 0 as failures, false as should_warn, false as should_error
     {%- else -%}

@@ -6,7 +6,7 @@
     nothing new must change no table.
     DDL goes through statement(): on Thrift it returns no result set. -#}
 {% macro dbt_spark_get_incremental_sql(strategy, source, target, existing, unique_key, incremental_predicates) %}
-    {%- set nothing_reason = adapter.memo_get(latecomer__skip_write_key()) if strategy in ('append', 'merge') else none -%}
+    {%- set nothing_reason = latecomer__write_skipped() if strategy in ('append', 'merge') else none -%}
     {%- if nothing_reason -%}
         {#- The model said, while rendering, that its query has no row this
             run (latecomer__skip_write): not even spilled or counted. -#}
@@ -71,12 +71,15 @@
     unchanged (macros/snapshots/late_arriving_snapshot.sql). -#}
 {% macro latecomer__skip_write(reason) -%}
     {%- if execute -%}
-        {%- do adapter.memo_set(latecomer__skip_write_key(), reason) -%}
+        {%- do adapter.memo_set('skip_write:' ~ model.unique_id, reason) -%}
     {%- endif -%}
 {%- endmacro %}
 
-{% macro latecomer__skip_write_key() -%}
-    {{ return('skip_write:' ~ model.unique_id) }}
+{#- The reason latecomer__skip_write gave for the model being run, or none:
+    its write then runs nothing (dbt_spark_get_incremental_sql, the
+    late-arriving snapshot's merge). -#}
+{% macro latecomer__write_skipped() -%}
+    {{ return(adapter.memo_get('skip_write:' ~ model.unique_id)) }}
 {%- endmacro %}
 
 

@@ -240,7 +240,7 @@
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
     {#- Inputs unchanged (snapshot_staging_table planned the rows as none):
         nothing to spill or count either. -#}
-    {%- set spilled = none if adapter.memo_get(latecomer__skip_write_key()) else latecomer__spill_rows(source) -%}
+    {%- set spilled = none if latecomer__write_skipped() else latecomer__spill_rows(source) -%}
     {%- set changes = 0 if spilled is none else run_query('select count(*) from ' ~ spilled).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
         {%- do latecomer__record_no_rows_written(target) -%}
