@@ -83,11 +83,13 @@ def run_of(report: dict[str, Any], variant: str) -> dict[str, Any]:
 def test_incremental_rewrites_exactly_the_late_partitions(bench_run):
     report = bench_run["report"]
     late_dates = report["late_batch"]["dates"]
-    assert len(late_dates) == SCALE.k
+    # the k late days and the day the late batch empties
+    assert len(late_dates) == SCALE.k + 1
+    assert str(SCALE.date_of(SCALE.emptied_day)) in late_dates
     gold = run_of(report, "incremental")["tables"][GOLD]
     # Rows: exactly the late dates are restated, the other dates keep theirs.
     assert gold["date_values"] == late_dates
-    assert gold["dates_written"] == SCALE.k
+    assert gold["dates_written"] == len(late_dates)
     assert gold["dates_total"] > SCALE.k
     # Files: gold is partitioned by month on Iceberg (month_partitions; by
     # day on Delta), so the files rewritten are those of the late dates'
@@ -159,8 +161,10 @@ def test_floor_merges_the_late_batch_like_dbt(bench_run):
 
 def test_microbatch_peer_misses_the_late_dates_beyond_its_lookback(bench_run):
     """Stock dbt-spark's microbatch run at the late batch's as-of recomputes
-    its lookback's batches only: every late date before them stays wrong, and
-    nothing else does."""
+    its lookback's batches only: every late date before them stays wrong; and
+    the day the late batch empties keeps its stale rows (its batch returns no
+    row, so its dynamic insert overwrite replaces no partition). Nothing else
+    is wrong."""
     report = bench_run["report"]
     run = run_of(report, MICROBATCH)
     assert run["nodes"][MICROBATCH_MODEL]["batches"] == LOOKBACK_DAYS + 1
@@ -169,7 +173,9 @@ def test_microbatch_peer_misses_the_late_dates_beyond_its_lookback(bench_run):
     assert beyond, "the late batch should reach beyond the microbatch lookback"
     wrong = report["summary"][f"{MICROBATCH}_wrong"]
     assert wrong["reference"] == "incremental"
-    assert wrong["date_values"] == {"beyond_lookback": beyond, "emptied": [], "other": []}
+    emptied = [str(SCALE.date_of(SCALE.emptied_day))]
+    assert emptied[0] >= window_start
+    assert wrong["date_values"] == {"beyond_lookback": beyond, "emptied": emptied, "other": []}
     # It read the silver the dbt builds of the late batch made.
     silver = report["late_batch"]["peer_silver"]
     assert silver["silver_fingerprint"] == run_of(report, "incremental")["silver_fingerprint"]

@@ -91,14 +91,16 @@ def write_path(memo: Memo, staged: bool = False) -> tuple[Rendered, list[str]]:
     return rendered, calls
 
 
-def incremental_sql(rendered: Rendered, strategy: str = "merge") -> str:
+def incremental_sql(
+    rendered: Rendered, strategy: str = "merge", unique_key: Any = ("event_id", "source_system")
+) -> str:
     return rendered.call(
         "dbt_spark_get_incremental_sql",
         strategy,
         Relation("silver_events__dbt_tmp"),
         TARGET,
         Relation("silver_events"),
-        ["event_id", "source_system"],
+        unique_key if isinstance(unique_key, str) else list(unique_key),
         None,
     ).strip()
 
@@ -214,32 +216,16 @@ def test_no_new_row_writes_nothing_and_says_so(strategy: str) -> None:
 
 
 def test_an_empty_merge_still_fails_on_a_unique_key_its_table_lacks() -> None:
-    rendered, calls = write_path(Memo())
+    rendered, _ = write_path(Memo())
     rendered.answer("select count(*)", [(0,)])
     raised: list[str] = []
     rendered.namespace["exceptions"] = type(
         "Exceptions", (), {"raise_compiler_error": staticmethod(lambda message: raised.append(message) or "")}
     )
     # the key named differently in case is found, as Spark finds it
-    rendered.call(
-        "dbt_spark_get_incremental_sql",
-        "merge",
-        Relation("silver_events__dbt_tmp"),
-        TARGET,
-        Relation("silver_events"),
-        ["event_id", "source_system"],
-        None,
-    )
+    incremental_sql(rendered)
     assert raised == []
-    rendered.call(
-        "dbt_spark_get_incremental_sql",
-        "merge",
-        Relation("silver_events__dbt_tmp"),
-        TARGET,
-        Relation("silver_events"),
-        "not_a_column",
-        None,
-    )
+    incremental_sql(rendered, unique_key="not_a_column")
     assert raised == [
         f"silver_events: unique_key column(s) not_a_column not found in {TARGET}"
         " (its columns: event_id, source_system, event_date)"

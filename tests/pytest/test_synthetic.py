@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tooling.synthetic import Scale, generate
@@ -38,7 +38,8 @@ def test_longer_history_keeps_recent_days_and_the_late_batch(tmp_path):
     for batch in short_files[-2:]:
         assert batch.path.read_bytes() == long_files[batch.path.name].path.read_bytes()
     assert short_files[0].path.read_bytes() != long_files[short_files[0].path.name].path.read_bytes()
-    assert long.stats["events"] == 60 * 100 and short.stats["events"] == 50 * 100
+    # every day but the emptied one (the last: two orders) holds its events_per_day
+    assert long.stats["events"] == 59 * 100 + 2 and short.stats["events"] == 49 * 100 + 2
 
 
 def test_mix_and_landings(tmp_path):
@@ -83,3 +84,29 @@ def test_ts_text_and_binomial():
     rng = random.Random(1)
     total = sum(_binomial(rng.random, 1_000, 0.01) for _ in range(200))
     assert 1_700 < total < 2_300  # mean 2,000
+
+
+def test_the_late_batch_empties_a_quiet_day(tmp_path):
+    scale = Scale(days=30, events_per_day=2_000)
+    history = generate(scale, tmp_path)
+    day = scale.date_of(scale.emptied_day)
+    assert str(day) in history.late_dates and len(history.late_dates) == scale.k + 1
+
+    def on_day(batches):
+        parsed = (json.loads(line) for line in read_lines([b.path for b in batches]) if line.rstrip().endswith("}"))
+        return [
+            p
+            for p in parsed
+            if "event_ts" in p
+            and (ts := datetime.fromisoformat(p["event_ts"].replace("Z", "+00:00"))).tzinfo is not None
+            and ts.astimezone(UTC).date() == day
+        ]
+
+    # The history: two orders on the day, nothing else lands on it (no
+    # correction moves an event there).
+    kept = on_day(history.history)
+    assert [(p["event_type"], "is_deleted" in p or "is_correction" in p) for p in kept] == [("order_placed", False)] * 2
+    # The late batch deletes both, and brings nothing else for the day.
+    late = on_day(history.late)
+    assert sorted(p["event_id"] for p in late) == sorted(p["event_id"] for p in kept)
+    assert all(p.get("is_deleted") for p in late)

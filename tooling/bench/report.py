@@ -251,7 +251,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- history: {scale['days']} event days x {scale['events_per_day']:,} events/day "
         f"= {init['ingest']['rows']:,} bronze rows in {data['history_files']} files; "
         f"late batch: {report['late_batch']['ingest']['rows']:,} rows touching "
-        f"k={report['late_batch']['k']} partitions ({', '.join(report['late_batch']['dates'])})",
+        f"{late_batch_dates(report['late_batch'])}",
         f"- machine: {machine['cpu_count']} cores, {machine['memory_gib']} GiB, "
         f"Spark {machine['spark']} {machine['spark_master']}, driver {machine['driver_memory']}; "
         f"load average {machine['load_average_start'][0]} at start, "
@@ -519,3 +519,10 @@ def write_report(
         shutil.copyfile(json_path, results_dir / f"{latest}.json")
         shutil.copyfile(md_path, results_dir / f"{latest}.md")
     return json_path, md_path
+
+
+def late_batch_dates(late_batch: dict[str, Any]) -> str:
+    """The event dates a late batch touches: its k late days, and the day it empties when there is one."""
+    dates = late_batch["dates"]
+    emptied = "" if len(dates) == late_batch["k"] else " and the day it empties"
+    return f"{len(dates)} event dates, k={late_batch['k']} late days{emptied} ({', '.join(dates)})"

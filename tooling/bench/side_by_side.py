@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.bench.config import FORMAT_LABELS, FORMATS
-from tooling.bench.report import agree, fmt_num, fmt_times, ratio, write_report
+from tooling.bench.report import agree, fmt_num, fmt_times, late_batch_dates, ratio, write_report
 
 # What the table shows of each format's summary of a variant.
 MEASURES = ("build_seconds", "build_seconds_min", "build_seconds_max", "spark_seconds", "cpu_seconds")
@@ -131,7 +131,7 @@ def render_side_by_side(combined: Mapping[str, Any]) -> str:
         f"# latecomer restatement benchmark ({combined['mode']}): {' and '.join(labels)} side by side",
         "",
         f"- history: {scale['days']} event days x {scale['events_per_day']:,} events/day; late batch touching "
-        f"k={first['late_batch']['k']} partitions ({', '.join(first['late_batch']['dates'])})",
+        f"{late_batch_dates(first['late_batch'])}",
         f"- machine: {machine['cpu_count']} cores, {machine['memory_gib']} GiB, Spark {machine['spark']}; "
         f"each format in a process of its own, one after the other; medians of {first['config']['repeat']} "
         "run(s) per variant",
