@@ -38,7 +38,7 @@ def test_longer_history_keeps_recent_days_and_the_late_batch(tmp_path):
     for batch in short_files[-2:]:
         assert batch.path.read_bytes() == long_files[batch.path.name].path.read_bytes()
     assert short_files[0].path.read_bytes() != long_files[short_files[0].path.name].path.read_bytes()
-    # every day but the emptied one (the last: two orders) holds its events_per_day
+    # every day but the emptied one (two orders) holds its events_per_day
     assert long.stats["events"] == 59 * 100 + 2 and short.stats["events"] == 49 * 100 + 2
 
 

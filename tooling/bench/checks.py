@@ -13,7 +13,10 @@ from tooling.bench.state import TableFormat, TableState
 
 def gold_fingerprint(spark: SparkSession, schema: str, table: str | None = None) -> dict[str, Any]:
     """Rows, partitions and a digest of gold_daily_revenue's measures (or of
-    ``table``'s, a peer's table of the same columns)."""
+    ``table``'s, a peer's table of the same columns). A row of zeros counts as
+    no row: where a day's events all went away (the day the late batch
+    empties), an incremental build keeps the day's row at zeros with its
+    reason, and a full refresh, which never saw the events, writes none."""
     row = spark.sql(
         f"""
         select count(*) as rows, count(distinct event_date) as partitions,
@@ -21,6 +24,7 @@ def gold_fingerprint(spark: SparkSession, schema: str, table: str | None = None)
                sum(hash(event_date, source_system, orders, gross_revenue, refunds, net_revenue))
                    as digest
         from {table or f"{schema}_gold.{GOLD_MODEL}"}
+        where not (orders = 0 and gross_revenue = 0 and refunds = 0 and net_revenue = 0)
         """
     ).collect()[0]
     return row.asDict()

@@ -61,9 +61,12 @@ DEFAULT: dict[str, Any] = {
 }
 SMOKE: dict[str, Any] = {
     **DEFAULT,
-    "days": 5,
+    # Six days: the k=3 late days, the day the late batch empties (two days
+    # before the last) and one day no variant need touch.
+    "days": 6,
     "events_per_day": 1_000,
-    "lookback_days": 2,
+    # Reaches the emptied day, not the two oldest late days.
+    "lookback_days": 4,
     "repeat": 1,
     "stream_events": 0,
 }
