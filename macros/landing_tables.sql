@@ -119,3 +119,18 @@
     {%- endcall -%}
     {{ return('') }}
 {% endmacro %}
+
+
+{#- The arrival metadata every landed row carries, in bronze's order: where a
+    line came from (ingestion, source, file, line) and when it arrived. For a
+    select list at the usual indent: `{{ arrival_metadata_columns() }},`. -#}
+{% macro arrival_metadata_columns() -%}
+bronze_row_id,
+        ingestion_id,
+        source_system,
+        source_file,
+        line_number,
+        arrival_ts,
+        arrival_date,
+        ingested_at
+{%- endmacro %}

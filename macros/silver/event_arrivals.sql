@@ -36,14 +36,7 @@
 
 {{ name }} as (
     select
-        bronze_row_id,
-        ingestion_id,
-        source_system,
-        source_file,
-        line_number,
-        arrival_ts,
-        arrival_date,
-        ingested_at,
+        {{ arrival_metadata_columns() }},
         event_id,
         event_key,
         case when record_kind = 'original' then event_key else coalesce(corrects_event_id, event_key) end

@@ -8,14 +8,7 @@ with customer_changes as (
 
 well_formed as (
     select
-        bronze_row_id,
-        ingestion_id,
-        source_system,
-        source_file,
-        line_number,
-        arrival_ts,
-        arrival_date,
-        ingested_at,
+        {{ arrival_metadata_columns() }},
         customer_id,
         tier,
         region,
