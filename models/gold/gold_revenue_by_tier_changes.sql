@@ -90,29 +90,21 @@ moved_dates as (
     group by customer_id, source_run_at
 ),
 
-versions_before as (
+{#- Each side's versions as JSON: those the run superseded (before) and
+    those it recorded (after). #}
+{%- for side, versions in [('before', 'superseded'), ('after', 'recorded')] %}
+versions_{{ side }} as (
     select
         customer_id,
         source_run_at,
         to_json(array_sort(collect_list(named_struct(
             'valid_from', valid_from, 'valid_to', valid_to, 'tier', tier, 'region', region
-        )))) as before_values,
+        )))) as {{ side }}_values,
         min(valid_from) as first_changed_from
-    from superseded
+    from {{ versions }}
     group by customer_id, source_run_at
 ),
-
-versions_after as (
-    select
-        customer_id,
-        source_run_at,
-        to_json(array_sort(collect_list(named_struct(
-            'valid_from', valid_from, 'valid_to', valid_to, 'tier', tier, 'region', region
-        )))) as after_values,
-        min(valid_from) as first_changed_from
-    from recorded
-    group by customer_id, source_run_at
-),
+{% endfor %}
 
 final as (
     select
