@@ -19,7 +19,7 @@ def test_no_revenue_model_or_macro_writes_the_list_out() -> None:
     spelled = "'orders', 'gross_revenue', 'refunds', 'net_revenue'"
     holders = [
         path.relative_to(ROOT).as_posix()
-        for folder in ("models", "macros")
+        for folder in ("models", "macros", "adapter/dbt/include/latecomer/macros")
         for path in (ROOT / folder).rglob("*.sql")
         if spelled in path.read_text()
     ]

@@ -28,6 +28,7 @@ from python_jobs.core.spark_config import SparkConfigError
 from python_jobs.operations import report, report_drawing, report_page, report_queries
 from python_jobs.operations.report_data import LATENESS_THRESHOLDS_SECONDS, ReportData
 from tests.pytest.browser import require_chromium, run_chromium
+from tests.pytest.macro_render import PLATFORM
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART_KEYS = ("lateness-cdf", "completeness-backtest", "restatements", "live-vs-final", "quarantine")
@@ -483,12 +484,12 @@ def test_lateness_sql_counts_every_threshold_over_parsed_rows() -> None:
 def test_manifest_sql_reads_the_keys_the_manifest_writes() -> None:
     """row_key holds the model's unique key, before/after_values its other non-publication columns."""
     model = (ROOT / "models" / "gold" / "gold_daily_revenue.sql").read_text()
-    macro = (ROOT / "macros" / "publication" / "change_manifest.sql").read_text()
+    macro = (ROOT / PLATFORM / "publication" / "change_manifest.sql").read_text()
     assert re.search(r"unique_key=\[[^]]*'source_system'", model)
     # Its measures (revenue_measure_names, the same list: test_macro_lists.py) include net revenue.
     assert "revenue_measure_names())" in model and "net_revenue" in REVENUE_MEASURES
-    assert "{{ json_of('after_rows', keys) }} as row_key" in macro
-    assert "'net_revenue'" not in macro.split("macro publication_columns")[1].split("endmacro")[0]
+    assert "{{ latecomer__json_of('after_rows', keys) }} as row_key" in macro
+    assert "'net_revenue'" not in macro.split("macro latecomer__publication_columns")[1].split("endmacro")[0]
     for sql in (report_queries.restatements_sql("demo"), report_queries.live_vs_final_sql("demo")):
         assert "demo_audit.gold_change_manifest" in sql
         assert "model = 'gold_daily_revenue'" in sql

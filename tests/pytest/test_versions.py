@@ -310,9 +310,9 @@ def test_delta_rendering(runs: Runs) -> None:
     session's format: time travel fragments and retention properties."""
     sql = compiled(
         runs.project,
-        "{{ relation_at_version(ref('gold_daily_revenue'), 7) }}"
-        " | {{ relation_at_time(ref('gold_daily_revenue'), '2024-01-22T00:00:00+00:00') }}"
-        " | {{ retention_tblproperties() | tojson }}",
+        "{{ latecomer__relation_at_version(ref('gold_daily_revenue'), 7) }}"
+        " | {{ latecomer__relation_at_time(ref('gold_daily_revenue'), '2024-01-22T00:00:00+00:00') }}"
+        " | {{ latecomer__retention_tblproperties() | tojson }}",
         target="delta",
     )
     at_version, at_time, properties = sql.split(" | ")
