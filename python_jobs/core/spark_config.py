@@ -23,10 +23,13 @@ Environment variables (all optional):
 ``LATECOMER_DRIVER_MEMORY``
     Driver memory (default ``4g``).
 ``LATECOMER_JVM_PROFILE``
-    The driver JVM's options (``JVM_PROFILES``): ``job``, the default for a
-    command's session (a dbt build, an ingest), ``short`` for commands over
-    little data that end within minutes (CI, the sample; the test suite's
-    subprocesses use it), or ``server``, the default for the Thrift server.
+    The driver JVM's options (``JVM_PROFILES``): ``job`` for a command's
+    session (a dbt build, an ingest), ``short`` for commands over little data
+    that end within minutes (CI, the sample; the test suite's subprocesses
+    use it), or ``server``, the default for the Thrift server. Unset, a
+    command's session on a local master takes ``short`` while its local
+    warehouse holds less than ``SHORT_STORE_BYTES``, else ``job``
+    (:func:`command_profile`).
 ``LATECOMER_JAVA_OPTIONS``
     More options for the driver JVM, after the profile's (later options win).
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
@@ -120,6 +123,12 @@ JVM_PROFILES = {
 }
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
 COMMAND_PROFILES = ("job", "short")
+# Below this many bytes in a local warehouse a command's session takes the
+# `short` profile (command_profile). On the sample's store (12 MB) a `dbt
+# build` from the shell with nothing new took 29.5 s with `short` and 39.9 s
+# with `job`; at 60 days x 50,000 events a day (hundreds of MB) a full refresh
+# took 275 s with `short` and 150 s with `job` (docs/benchmark.md).
+SHORT_STORE_BYTES = 64 * 1024 * 1024
 MAVEN_REPOSITORY = "https://repo1.maven.org/maven2"
 DEFAULT_JARS_DIR = REPO_ROOT / "jvm" / "jars"
 # Hadoop's local file system without a chmod process per file written (the
@@ -319,6 +328,32 @@ def format_jars(used_by: str) -> list[str]:
     return [str(folder / jar.file_name) for jar in needed]
 
 
+def command_profile(master: str, warehouse: str, limit: int | None = None) -> str:
+    """The profile of a command's session when ``LATECOMER_JVM_PROFILE`` is unset.
+
+    ``short`` on a local master whose local warehouse holds less than
+    ``limit`` bytes (:data:`SHORT_STORE_BYTES`): a build there reads little and
+    ends before the optimising compiler repays its CPU. ``job`` otherwise, a
+    cluster and a warehouse on another file system included. The walk stops
+    as soon as ``limit`` is reached, so a large warehouse costs a few
+    directory listings.
+    """
+    limit = SHORT_STORE_BYTES if limit is None else limit
+    folder = local_folder(warehouse)
+    if not master.startswith("local") or folder is None:
+        return "job"
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                continue  # removed meanwhile by another process
+            if total >= limit:
+                return "job"
+    return "short"
+
+
 def class_archive_options(master: str, jvm_profile: str) -> list[str]:
     """The driver JVM's option that maps :data:`JVM_ARCHIVE`, when it applies.
 
@@ -334,13 +369,14 @@ def class_archive_options(master: str, jvm_profile: str) -> list[str]:
 def spark_conf(
     table_format: str = "iceberg",
     master: str | None = None,
-    jvm_profile: str = "job",
+    jvm_profile: str | None = None,
     connectors: tuple[str, ...] = (),
 ) -> dict[str, str]:
     """Full Spark configuration for a table format, and the ``connectors`` (:data:`CONNECTORS`) asked for.
 
     The same dictionary configures an in-process session and the Thrift server
     (``jvm_profile="server"``, unless ``LATECOMER_JVM_PROFILE`` says otherwise).
+    Without either, a command's profile follows the store's size (:func:`command_profile`).
     A connector's jars are loaded only by the sessions that ask for them, so
     nothing else has Kafka's client on its class path.
     """
@@ -350,7 +386,7 @@ def spark_conf(
     if table_format not in TABLE_FORMATS:
         raise SparkConfigError(f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}.")
     jvm_profile = os.environ.get("LATECOMER_JVM_PROFILE") or jvm_profile
-    if jvm_profile not in JVM_PROFILES:
+    if jvm_profile is not None and jvm_profile not in JVM_PROFILES:
         raise SparkConfigError(
             f"Unknown LATECOMER_JVM_PROFILE {jvm_profile!r}; choose one of {', '.join(JVM_PROFILES)}."
         )
@@ -358,6 +394,7 @@ def spark_conf(
     warehouse = warehouse_location()
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     master = master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]")
+    jvm_profile = jvm_profile or command_profile(master, warehouse)
     conf = {
         "spark.master": master,
         "spark.app.name": "latecomer",

@@ -50,6 +50,33 @@ def test_the_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch) ->
         driver_options()
 
 
+def test_without_a_choice_a_small_local_store_takes_the_short_profile(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LATECOMER_JVM_PROFILE", raising=False)
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "s_gold.db" / "t").mkdir(parents=True)
+    (warehouse / "s_gold.db" / "t" / "part-0.parquet").write_bytes(b"x" * 600)
+    (warehouse / "s_silver.db").mkdir()
+    (warehouse / "s_silver.db" / "part-1.parquet").write_bytes(b"x" * 500)
+    # 1,100 bytes in two folders: under a limit of 1,101, at or over one of 1,100.
+    assert spark_config.command_profile("local[2]", str(warehouse), limit=1101) == "short"
+    assert spark_config.command_profile("local[2]", str(warehouse), limit=1100) == "job"
+    assert spark_config.command_profile("local[2]", f"file://{warehouse}", limit=1101) == "short"
+    assert spark_config.command_profile("spark://127.0.0.1:7077", str(warehouse), limit=1101) == "job"
+    assert spark_config.command_profile("local[2]", "s3a://bucket/warehouse", limit=1101) == "job"
+    assert spark_config.command_profile("local[2]", str(tmp_path / "not-yet"), limit=1) == "short"
+    monkeypatch.setenv("LATECOMER_WAREHOUSE", str(warehouse))
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1101)
+    assert "-XX:TieredStopAtLevel=1" in driver_options(master="local[2]")
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1100)
+    options = driver_options(master="local[2]")
+    assert "-XX:+UseParallelGC" in options and "-XX:TieredStopAtLevel=1" not in options
+    monkeypatch.setenv("LATECOMER_JVM_PROFILE", "job")
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1101)
+    assert "-XX:TieredStopAtLevel=1" not in driver_options(master="local[2]"), "the environment's choice wins"
+
+
 def test_the_session_jvm_runs_with_its_profile(spark: SparkSession) -> None:
     profile = os.environ.get("LATECOMER_JVM_PROFILE") or "job"
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
