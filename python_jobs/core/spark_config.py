@@ -498,7 +498,10 @@ def spark_conf(
 
 
 def get_spark(
-    table_format: str | None = None, master: str | None = None, connectors: tuple[str, ...] = ()
+    table_format: str | None = None,
+    master: str | None = None,
+    connectors: tuple[str, ...] = (),
+    jvm_profile: str | None = None,
 ) -> SparkSession:
     """The process's Spark session, created from :func:`spark_conf` if needed."""
     if SparkContext._active_spark_context is not None:
@@ -506,7 +509,7 @@ def get_spark(
         # getActiveSession() may not see it).
         return SparkSession.builder.getOrCreate()
     table_format = table_format or os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg")
-    conf = spark_conf(table_format, master, connectors=connectors)
+    conf = spark_conf(table_format, master, jvm_profile, connectors)
     create_state_dirs(conf)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():

@@ -33,10 +33,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # embedded metastore's race under concurrent writes is held off by the
 # adapter's write lock whatever the count (adapter/.../locks.py).
 os.environ.setdefault("LATECOMER_THREADS", "2")
-# The suite's session serves hundreds of builds in one process: the `job`
-# profile, whose optimising compiler repays its CPU over that many, whatever
-# the size of its small store (spark_config.command_profile).
-os.environ.setdefault("LATECOMER_JVM_PROFILE", "job")
 # The table format the suite runs on: iceberg (the default; dbt target
 # `local`) or delta (LATECOMER_TEST_FORMAT=delta; dbt target `delta`). The
 # session, dbt's target and the landing jobs (LATECOMER_TABLE_FORMAT) all
@@ -79,7 +75,10 @@ PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT"
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
-    session = get_spark(TEST_FORMAT)
+    # The suite's session serves hundreds of builds in one process: the `job`
+    # profile, whose optimising compiler repays its CPU over that many,
+    # whatever the size of its small store (spark_config.command_profile).
+    session = get_spark(TEST_FORMAT, jvm_profile="job")
     yield session
     session.stop()
     shutil.rmtree(STATE_DIR, ignore_errors=True)

@@ -223,6 +223,8 @@ def cluster_build(standalone: Standalone, tmp_path_factory: pytest.TempPathFacto
         "LATECOMER_WAREHOUSE": str(root / "shared" / "warehouse"),
         "LATECOMER_SCHEMA": SCHEMA,
         "LATECOMER_DRIVER_MEMORY": "1g",
+        # A short process over the sample (spark_config.JVM_PROFILES).
+        "LATECOMER_JVM_PROFILE": "short",
         "LATECOMER_EXECUTOR_MEMORY": "1g",
         "LATECOMER_EXECUTOR_CORES": "1",
     }

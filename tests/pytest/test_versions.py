@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from python_jobs.core import commit_metadata
 from tests.pytest.conftest import GATE_OVERRIDE, TEST_FORMAT, Project, iceberg_only, version_log
 
 GOLD = "+gold_daily_revenue"
@@ -303,6 +304,30 @@ def test_maintain_tables_keeps_every_version_inside_the_horizon(runs: Runs) -> N
     kept = {str(row.snapshot_id) for row in project.sql("select * from {schema}_gold.gold_daily_revenue.snapshots")}
     assert runs.run_2_version not in kept and history(project)[-1].snapshot_id in kept
     assert gold(project) == RUN_2
+
+
+@pytest.mark.skipif(TEST_FORMAT != "delta", reason="Delta only: a commit read from the table's log")
+def test_the_last_commit_read_from_the_log_is_describe_historys(runs: Runs) -> None:
+    """What the versions and the restated models' notes read from a Delta
+    table's log (commit_metadata.last_commit) is DESCRIBE HISTORY's last row:
+    gold's last MERGE (the rerun after the restore), with its note, and a
+    bronze table's last append."""
+    spark = runs.project.spark
+    for layer, table in (("gold", "gold_daily_revenue"), ("bronze", "bronze_events")):
+        name = f"{runs.project.schema}_{layer}.{table}"
+        described = spark.sql(f"describe history {name} limit 1").collect()[0]
+        assert commit_metadata.last_commit(spark, name) == {
+            "version": described["version"],
+            "operation": described["operation"],
+            "userMetadata": described["userMetadata"],
+        }
+    gold = commit_metadata.last_commit(spark, f"{runs.project.schema}_gold.gold_daily_revenue")
+    assert gold is not None and gold["operation"] == "MERGE"
+    assert commit_metadata.note_of_last_commit([gold], f"{runs.project.schema}_gold.gold_daily_revenue")
+    # Not a Delta table, or no table: None, and the macros ask DESCRIBE HISTORY.
+    spark.sql(f"create or replace view {runs.project.schema}_gold.a_view as select 1 as one")
+    assert commit_metadata.last_commit(spark, f"{runs.project.schema}_gold.a_view") is None
+    assert commit_metadata.last_commit(spark, f"{runs.project.schema}_gold.no_such_table") is None
 
 
 def test_delta_rendering(runs: Runs) -> None:

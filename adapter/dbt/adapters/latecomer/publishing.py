@@ -173,6 +173,15 @@ class PublicationMixin(metaclass=AdapterMeta):
         return ""
 
     @available
+    def delta_last_commit(self, relation: Any) -> list[dict[str, Any]] | None:
+        """``relation``'s last commit as the one row of DESCRIBE HISTORY ... LIMIT 1,
+        read from its log (commit_metadata.last_commit) on a session target;
+        None elsewhere, or when its log cannot be read so."""
+        spark = self._session()
+        commit = commit_metadata.last_commit(spark, str(relation)) if spark is not None else None
+        return None if commit is None else [commit]
+
+    @available
     def delta_commit_note(self, history_rows: Any, relation: Any) -> str | None:
         """The note ``relation``'s last commit carries (DESCRIBE HISTORY ... LIMIT 1 rows), if that commit wrote it."""
         return commit_metadata.note_of_last_commit(_records(history_rows), relation)

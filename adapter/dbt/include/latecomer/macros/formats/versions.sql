@@ -106,13 +106,21 @@
     {{ return(adapter.delta_versions(run_query('describe history ' ~ relation))) }}
 {%- endmacro %}
 
+{#- Delta: the table's last commit, as the rows of DESCRIBE HISTORY ... LIMIT 1
+    (version, operation, userMetadata). On a session target the adapter reads
+    it from the table's log, without a query (adapter.delta_last_commit);
+    elsewhere, or when it cannot, DESCRIBE HISTORY answers. -#}
+{% macro latecomer__delta_last_commit(relation) -%}
+    {{ return(adapter.delta_last_commit(relation) or run_query('describe history ' ~ relation ~ ' limit 1').rows) }}
+{%- endmacro %}
+
 {#- The table's version as this run reads it: on Iceberg, the head of the
     run branch once this run staged a write to the table
     (macros/publication/staged_publication.sql), else main's current snapshot
     (from `properties`, the latecomer__table_properties() already read, when given). -#}
 {% macro latecomer__current_version(relation, properties=none) -%}
     {%- if latecomer__versions_table_format() == 'delta' -%}
-        {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
+        {%- set rows = latecomer__delta_last_commit(relation) -%}
         {{ return('%d' % (rows[0]['version'] | int) if rows | length > 0 else none) }}
     {%- endif -%}
     {%- if adapter.is_staged(relation) -%}

@@ -180,7 +180,7 @@
     when that commit wrote the model's rows (python_jobs/core/commit_metadata.py). -#}
 {% macro latecomer__restated_recorded_fingerprint(relation, properties) %}
     {%- if latecomer__versions_table_format() == 'delta' -%}
-        {{ return(adapter.delta_commit_note(run_query('describe history ' ~ relation ~ ' limit 1'), relation)) }}
+        {{ return(adapter.delta_commit_note(latecomer__delta_last_commit(relation), relation)) }}
     {%- endif -%}
     {{ return(latecomer__stored_inputs_fingerprint(relation, properties)) }}
 {% endmacro %}
