@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # DESCRIBE HISTORY's operation of the commits a restated model's write makes
@@ -76,7 +77,9 @@ def last_commit(spark: Any, table: str) -> dict[str, Any] | None:
         commit_file = jvm.org.apache.hadoop.fs.Path(log.logPath(), f"{version:020d}.json")
         lines = log.store().read(commit_file, log.newDeltaHadoopConf())
         actions = [json.loads(lines.apply(index)) for index in range(lines.size())]
-    except Py4JError:
+    except (Py4JError, PySparkException):
+        # PySpark turns the JVM's errors into its own (AnalysisException: a
+        # view has no location); py4j's own are left as they are.
         return None
     info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
     return {"version": version, "operation": info.get("operation"), "userMetadata": info.get("userMetadata")}
