@@ -76,12 +76,14 @@ def last_commit(spark: Any, table: str) -> dict[str, Any] | None:
             return None
         commit_file = jvm.org.apache.hadoop.fs.Path(log.logPath(), f"{version:020d}.json")
         lines = log.store().read(commit_file, log.newDeltaHadoopConf())
-        actions = [json.loads(lines.apply(index)) for index in range(lines.size())]
+        # One line per action, each fetched from the JVM: stop at the commit's
+        # info (Delta writes it first), not after a large write's file actions.
+        actions = (json.loads(lines.apply(index)) for index in range(lines.size()))
+        info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
     except (Py4JError, PySparkException):
         # PySpark turns the JVM's errors into its own (AnalysisException: a
         # view has no location); py4j's own are left as they are.
         return None
-    info = next((action["commitInfo"] for action in actions if "commitInfo" in action), {})
     return {"version": version, "operation": info.get("operation"), "userMetadata": info.get("userMetadata")}
 
 
