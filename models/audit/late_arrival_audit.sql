@@ -8,7 +8,10 @@
 
 {%- set hwm = latecomer__high_water_mark('recorded_run_at') %}
 
-with silver_changes as (
+{#- The rows each kind of record below starts from, since the last run:
+    when none has a row, the run records nothing and its write is skipped. #}
+{%- set record_sources %}
+silver_changes as (
     select * from {{ ref('silver_event_changes') }}
     where
         changed_run_at > {{ hwm }}
@@ -49,7 +52,14 @@ restores as (
 daily_after_final as (
     select * from {{ ref('gold_daily_revenue') }}
     where changed_run_at > {{ hwm }} and is_restated_after_final and restated_on = last_changed_at
-),
+)
+{%- endset %}
+{%- do latecomer__skip_write('nothing to record since the last run') if is_incremental() and not latecomer__any_rows(
+    'with ' ~ record_sources ~ ' select 1 from silver_changes union all select 1 from quarantined'
+    ~ ' union all select 1 from dimension_changes union all select 1 from gate_decisions'
+    ~ ' union all select 1 from hold_events union all select 1 from restores union all select 1 from daily_after_final') %}
+
+with {{ record_sources }},
 
 silver_records as (
     select

@@ -9,6 +9,11 @@
 {{ config(materialized='incremental', incremental_strategy='append', partition_by=['changed_date']) }}
 
 {%- set hwm = latecomer__high_water_mark('source_run_at') %}
+{#- Every row starts from a customer version recorded or superseded since
+    the last run (changed_customers): none, no row. #}
+{%- do latecomer__skip_write('no customer version recorded or superseded since the last run') if is_incremental()
+    and not latecomer__any_rows('select 1 from ' ~ ref('customer_history') ~ ' where recorded_run_at > ' ~ hwm
+        ~ ' or superseded_run_at > ' ~ hwm) %}
 
 with customer_history as (
     select * from {{ ref('customer_history') }}

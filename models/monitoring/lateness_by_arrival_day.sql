@@ -6,6 +6,9 @@
 {{ config(unique_key=['source_system', 'arrival_date'], partition_by=latecomer__month_partitions('arrival_date')) }}
 
 {%- set hwm = latecomer__high_water_mark('last_ledger_run_at') %}
+{#- No ledger row since the last run touches no arrival day. #}
+{%- do latecomer__skip_write('no arrival in the ledger since the last run') if is_incremental()
+    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_arrivals') ~ ' where ledger_run_at > ' ~ hwm) %}
 
 with ledger as (
     select * from {{ ref('silver_event_arrivals') }}

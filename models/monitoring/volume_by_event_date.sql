@@ -5,6 +5,9 @@
 {{ config(unique_key=['source_system', 'event_date'], partition_by=latecomer__month_partitions('event_date')) }}
 
 {%- set hwm = latecomer__high_water_mark('source_changed_run_at') %}
+{#- No change logged since the last run touches no date: nothing to count. #}
+{%- do latecomer__skip_write('no silver change since the last run') if is_incremental()
+    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_changes') ~ ' where changed_run_at > ' ~ hwm) %}
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}

@@ -2,10 +2,13 @@
     small index silver_events follows correction chains through, so that it
     never reads the whole arrival ledger. Append-only, like the ledger. -#}
 {{ config(incremental_strategy='append', partition_by=['arrival_date']) }}
+{%- set hwm = latecomer__high_water_mark('ledger_run_at') %}
+{%- do latecomer__skip_write('no arrival in the ledger since the last run') if is_incremental()
+    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_arrivals') ~ ' where ledger_run_at > ' ~ hwm) %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
-    where ledger_run_at > {{ latecomer__high_water_mark('ledger_run_at') }}
+    where ledger_run_at > {{ hwm }}
 ),
 
 final as (

@@ -6,6 +6,8 @@
 
 -- depends_on: {{ ref('stg_bronze_ingestions') }}
 {%- set batch = new_ingestions('events') %}
+{%- do latecomer__skip_write('no file landed since the last run') if is_incremental() and execute
+    and batch['ids'] | length == 0 %}
 
 with bronze_events as (
     select * from {{ ref('stg_bronze_events') }}

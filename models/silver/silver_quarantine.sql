@@ -10,6 +10,12 @@
 
 {%- set run_hwm = latecomer__high_water_mark('status_run_at') %}
 {%- set window = backfill_window() if is_incremental() else none %}
+{%- set decisions_hwm = latecomer__high_water_mark('decided_at') %}
+{#- Outside a backfill window every row below comes from a ledger row or a
+    steward decision since the last run: with neither, nothing changes. #}
+{%- do latecomer__skip_write('no arrival or steward decision since the last run') if is_incremental() and not window
+    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_arrivals') ~ ' where ledger_run_at > ' ~ run_hwm
+        ~ ' union all select 1 from ' ~ ref('stg_steward_decisions') ~ ' where decided_at > ' ~ decisions_hwm) %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}
@@ -18,7 +24,7 @@ with arrivals as (
 
 decisions as (
     select * from {{ ref('stg_steward_decisions') }}
-    where decided_at > {{ latecomer__high_water_mark('decided_at') }}
+    where decided_at > {{ decisions_hwm }}
 ),
 
 unresolved_aliases as (

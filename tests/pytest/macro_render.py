@@ -6,8 +6,9 @@ its file or another, by name, and ``return(value)`` makes the call return
 ``value``. A test loads the macro files it needs, then replaces in the
 namespace what the test is not about: dbt's context (``config``, ``adapter``,
 ``this``, ...) and the macros of other concerns. ``statement`` and
-``run_query`` are recorded, in order, in ``Rendered.statements``; the answers
-of ``run_query`` are the test's (``answer``).
+``run_query`` are recorded, in order, in ``Rendered.statements``, and so is a
+result stored without a statement (``store_result``); the answers of
+``run_query`` are the test's (``answer``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class Rendered:
     """A namespace of macros and the statements they ran."""
 
     namespace: dict[str, Any]
-    # (kind, name, sql): kind 'statement' (its name) or 'query' (run_query).
+    # (kind, name, sql): kind 'statement' (its name), 'query' (run_query) or
+    # 'result' (store_result: its name, and the response for sql).
     statements: list[tuple[str, str | None, str]] = field(default_factory=list)
     # run_query answers: the first (prefix of the squeezed SQL, rows) that matches.
     answers: list[tuple[str, list[tuple[Any, ...]]]] = field(default_factory=list)
@@ -85,6 +87,10 @@ class Rendered:
         self.statements.append(("statement", name, squeezed(caller())))
         return ""
 
+    def _store_result(self, name: str, response: Any, agate_table: Any = None) -> str:
+        self.statements.append(("result", name, str(response)))
+        return ""
+
     def _run_query(self, sql: str) -> Rows:
         text = squeezed(sql)
         self.statements.append(("query", None, text))
@@ -101,6 +107,7 @@ def load(*paths: str, **context: Any) -> Rendered:
     rendered = Rendered(namespace)
     namespace["statement"] = rendered._statement
     namespace["run_query"] = rendered._run_query
+    namespace["store_result"] = rendered._store_result
     for path in paths:
         text = (ROOT / path).read_text()
         for block in extract_toplevel_blocks(text, allowed_blocks={"macro", "materialization"}):

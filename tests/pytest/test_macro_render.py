@@ -362,7 +362,7 @@ def run_restated(rendered: Rendered) -> Any:
 def test_a_restated_model_whose_inputs_did_not_move_runs_no_query() -> None:
     rendered, steps = restated(stored=fingerprint("5"))
     assert run_restated(rendered) == {"relations": [Table(GOLD)]}
-    assert rendered.statements == [("statement", "main", "select 'inputs unchanged' as status")]
+    assert rendered.statements == [("result", "main", "inputs unchanged")]
     assert steps == ["no rows written"]
 
 
@@ -385,8 +385,8 @@ def test_nothing_to_restate_writes_nothing_but_records_the_evaluation() -> None:
     rendered.answer(f"select count(*) from {SPILLED}", [(0,)])
     run_restated(rendered)
     assert steps == ["spill", "no rows written"]
-    assert rendered.names() == ["main", "record_inputs_fingerprint"]
-    assert rendered.sql("statement")[0] == "select 'nothing to restate' as status"
+    assert rendered.names() == ["record_inputs_fingerprint"]
+    assert rendered.sql("result") == ["nothing to restate"]
 
 
 def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_set() -> None:
@@ -403,4 +403,4 @@ def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_s
     rendered, steps = restated("delta")
     rendered.namespace["latecomer__restated_recorded_fingerprint"] = lambda relation, properties: delta
     run_restated(rendered)
-    assert steps == ["no rows written"] and rendered.names() == ["main"]
+    assert steps == ["no rows written"] and rendered.statements == [("result", "main", "inputs unchanged")]

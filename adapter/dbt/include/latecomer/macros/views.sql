@@ -6,10 +6,89 @@
     `alter view ... as` is refused). dbt-spark replaces views that way, so a
     view model whose SQL changed kept its old SQL. On Iceberg targets the
     existing view is dropped first; the replacement is then not atomic (a reader
-    may briefly find no view). -#}
+    may briefly find no view).
+
+    Each view records its definition (latecomer__view_definition) as its
+    property latecomer.view_definition, so that a build whose definition is the
+    same leaves the view as it is (the view materialization below). -#}
 {% macro latecomer__create_view_as(relation, sql) -%}
     {%- if execute and target.table_format == 'iceberg' -%}
         {%- do adapter.drop_relation(relation.incorporate(type='view')) -%}
     {%- endif -%}
-    {{ return(spark__create_view_as(relation, sql)) }}
+    {%- set statement = spark__create_view_as(relation, sql) -%}
+    {#- The property goes after dbt-spark's clauses, before `as <sql>`; a
+        statement of another shape is left as dbt-spark wrote it (the view is
+        then made again by every build). -#}
+    {%- set position = statement.rfind(sql) if execute and model is mapping else -1 -%}
+    {%- set head = statement[:position].rstrip() if position > 0 else '' -%}
+    {%- if head[-3:] | lower not in (' as', '\nas') -%}
+        {{ return(statement) }}
+    {%- endif -%}
+    {{ return(head[:-2] ~ "tblproperties ('latecomer.view_definition' = '" ~ latecomer__view_definition(sql)
+        ~ "')\n  as\n" ~ statement[position:]) }}
 {%- endmacro %}
+
+
+{#- dbt-spark's view materialization (dbt's create_or_replace_view), but a view
+    whose definition is the one it was created with is left as it is: a drop
+    and a create per view and build saved, and no moment without the view.
+    --full-refresh makes it again. -#}
+{% materialization view, adapter='latecomer' -%}
+    {%- set existing = load_relation(this) -%}
+    {%- if existing is not none and existing.is_view and not should_full_refresh()
+            and latecomer__stored_view_definition(existing) == latecomer__view_definition(sql) -%}
+        {{ run_hooks(pre_hooks) }}
+        {{ log(model.name ~ ': definition unchanged, ' ~ existing ~ ' left as it is') }}
+        {#- dbt's result of the node, without a Spark statement to make it -#}
+        {%- do store_result('main', response='view unchanged') -%}
+        {{ run_hooks(post_hooks) }}
+        {{ return({'relations': [this.incorporate(type='view')]}) }}
+    {%- endif -%}
+    {{ return(create_or_replace_view()) }}
+{%- endmaterialization %}
+
+
+{#- A hash of what the current view model's view depends on: its SQL, the
+    docs persisted with it, its contract, the project (its vars and macros:
+    adapter.project_fingerprint), the code of every model, seed or snapshot
+    it reads, and the columns of every source it reads, as the relation
+    cache found them. A `select *` view lists its columns when it is
+    created, so it is made again when they may have changed: in the same
+    build when an upstream model's code changed; for a source altered
+    outside the project, in the build after. -#}
+{% macro latecomer__view_definition(sql) %}
+    {%- set contract = config.get('contract') -%}
+    {%- set parts = ['sql=' ~ sql, 'contract=' ~ (contract.enforced if contract else false),
+                     'project=' ~ adapter.project_fingerprint()] -%}
+    {%- if config.persist_relation_docs() -%}
+        {%- do parts.append('description=' ~ model.description) -%}
+    {%- endif -%}
+    {%- if config.persist_column_docs() -%}
+        {%- for name, column in model.columns.items() | sort -%}
+            {%- do parts.append('column ' ~ name ~ '=' ~ column.description) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- for unique_id in model.depends_on.nodes | sort -%}
+        {%- set node = graph.nodes.get(unique_id) -%}
+        {%- set source = graph.sources.get(unique_id) -%}
+        {%- if node -%}
+            {%- do parts.append(unique_id ~ '=' ~ node.checksum.checksum) -%}
+        {%- elif source -%}
+            {%- set name = (source.relation_name | replace('`', '')).split('.') -%}
+            {%- set found = adapter.get_relation(database=none, schema=name[-2], identifier=name[-1]) -%}
+            {%- set information = (found.information or '') if found is not none else '\nSchema: absent' -%}
+            {#- columns not readable from the cache: made again in every build -#}
+            {%- do parts.append(unique_id ~ '=' ~ (information.split('\nSchema: ')[-1]
+                if '\nSchema: ' in information else invocation_id)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(local_md5(parts | join('|'))) }}
+{% endmacro %}
+
+
+{#- The definition `relation` (a cached view) was created with, from its
+    properties as the relation cache read them; none when it has none. -#}
+{% macro latecomer__stored_view_definition(relation) %}
+    {%- set found = modules.re.search('latecomer\\.view_definition=([0-9a-f]{32})', relation.information or '') -%}
+    {{ return(found.group(1) if found else none) }}
+{% endmacro %}

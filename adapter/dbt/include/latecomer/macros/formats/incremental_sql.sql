@@ -12,7 +12,7 @@
             run (latecomer__skip_write): not even spilled or counted. -#}
         {{ log(model.name ~ ': ' ~ nothing_reason ~ ', ' ~ target ~ ' left unchanged', info=true) }}
         {%- do latecomer__record_no_rows_written(target) -%}
-        select 'nothing new' as status
+        {{ latecomer__nothing_written_sql() }}
     {%- elif strategy in ('append', 'merge') -%}
         {#- A Python model's new rows are already a table (dbt writes __dbt_tmp). -#}
         {%- set source = source if model.language == 'python' else latecomer__spill_rows(source) -%}
@@ -24,7 +24,7 @@
             {%- endif -%}
             {{ log(model.name ~ ': nothing new, ' ~ target ~ ' left unchanged', info=true) }}
             {%- do latecomer__record_no_rows_written(target) -%}
-            select 'nothing new' as status
+            {{ latecomer__nothing_written_sql() }}
         {%- else -%}
             {{ log(model.name ~ ': ' ~ strategy ~ ' of ' ~ new_rows ~ ' row(s) into ' ~ target, info=true) }}
             {%- do latecomer__record_written_partitions(target, source) -%}
@@ -47,6 +47,13 @@
         {{ get_insert_overwrite_sql(source, target, existing) }}
     {%- endif -%}
 {% endmacro %}
+
+
+{#- What dbt_spark_get_incremental_sql returns when there is nothing to
+    write: the incremental materialization then runs no statement. -#}
+{% macro latecomer__nothing_written_sql() -%}
+    {{ return("select 'nothing new' as status") }}
+{%- endmacro %}
 
 
 {#- Fails, as the MERGE would, when a column of `unique_key` is not one of

@@ -1,8 +1,11 @@
 {#- dbt-spark's incremental materialization (dbt-spark 1.11, macro of the same
-    name for adapter 'spark'), with two changes:
+    name for adapter 'spark'), with three changes:
 
     * a model that sets no file_format is written in the target's table format
       (the adapter's pre_model_hook sets it; the default here is the same);
+    * a model whose SQL said it has no row this run (latecomer__skip_write)
+      and asks no schema check (on_schema_change ignore) creates no staging
+      view: nothing is planned;
     * the microbatch strategy replaces each batch's event-time range exactly
       (latecomer_microbatch_sql), empty batches included, on any table
       format that runs MERGE, instead of dbt-spark's dynamic partition
@@ -65,6 +68,13 @@
       {{ create_table_as(False, target_relation, compiled_code, language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
+  {%- elif latecomer__write_skipped() and strategy in ('append', 'merge') and on_schema_change == 'ignore' -%}
+    {#-- The model said while rendering that it has no row this run
+         (latecomer__skip_write), and no schema check is asked for: the
+         staging view would only be planned and described. --#}
+    {{ log(model.name ~ ': ' ~ latecomer__write_skipped() ~ ', ' ~ target_relation ~ ' left unchanged', info=true) }}
+    {%- do latecomer__record_no_rows_written(target_relation) -%}
+    {%- do store_result('main', response='nothing new') -%}
   {%- else -%}
     {#-- Relation must be merged --#}
     {%- call statement('create_tmp_relation', language=language) -%}
@@ -75,13 +85,19 @@
     {%- if on_schema_change == 'append_new_columns' -%}
       {%- set new_rows = latecomer_rows_with_table_columns(tmp_relation, existing_relation) -%}
     {%- endif -%}
-    {%- call statement('main') -%}
-      {%- if strategy == 'microbatch' -%}
-        {{ latecomer_microbatch_sql(new_rows, target_relation, incremental_predicates) }}
-      {%- else -%}
-        {{ dbt_spark_get_incremental_sql(strategy, new_rows, target_relation, existing_relation, unique_key, incremental_predicates) }}
-      {%- endif -%}
-    {%- endcall -%}
+    {%- if strategy == 'microbatch' -%}
+      {%- set write_sql = latecomer_microbatch_sql(new_rows, target_relation, incremental_predicates) -%}
+    {%- else -%}
+      {%- set write_sql = dbt_spark_get_incremental_sql(strategy, new_rows, target_relation, existing_relation, unique_key, incremental_predicates) -%}
+    {%- endif -%}
+    {%- if write_sql | trim == latecomer__nothing_written_sql() -%}
+      {#-- dbt's result of the node, without a Spark statement to make it --#}
+      {%- do store_result('main', response='nothing new') -%}
+    {%- else -%}
+      {%- call statement('main') -%}
+        {{ write_sql }}
+      {%- endcall -%}
+    {%- endif -%}
     {%- if language == 'python' -%}
       {#-- A Python model's staging table (dbt-spark's note: temporary views do not outlive its session) --#}
       {% call statement('drop_relation') -%}

@@ -31,9 +31,8 @@
     {%- if unchanged -%}
         {{ log(model.name ~ ': inputs unchanged since the last build, ' ~ target_relation ~ ' left as it is', info=true) }}
         {%- do latecomer__record_no_rows_written(target_relation) -%}
-        {%- call statement('main') -%}
-            select 'inputs unchanged' as status
-        {%- endcall -%}
+        {#- dbt's result of the node, without a Spark statement to make it -#}
+        {%- do store_result('main', response='inputs unchanged') -%}
     {%- else -%}
         {%- if existing_relation is not none and not existing_relation.is_iceberg and not existing_relation.is_delta -%}
             {%- do adapter.drop_relation(existing_relation) -%}
@@ -181,16 +180,17 @@
 
 
 {#- SQL recording the current node's latecomer__inputs_fingerprint on its table (a
-    post-hook: it runs only once the write succeeded); a no-op where a version
-    cannot be read. -#}
+    post-hook: it runs only once the write succeeded); empty, so dbt runs no
+    statement for the hook, where a version cannot be read or the fingerprint
+    is already recorded. -#}
 {% macro latecomer__record_inputs_fingerprint(with_as_of=true) %}
     {%- set fingerprint = latecomer__inputs_fingerprint(with_as_of) if execute else none -%}
     {%- if fingerprint is none -%}
-        {{ return("select 'no inputs fingerprint' as status") }}
+        {{ return('') }}
     {%- endif -%}
     {#- Set only when it changed: on Delta setting a property is a commit. -#}
     {%- if latecomer__stored_inputs_fingerprint(this) == fingerprint -%}
-        {{ return("select 'inputs fingerprint unchanged' as status") }}
+        {{ return('') }}
     {%- endif -%}
     {{ return("alter table " ~ this ~ " set tblproperties ('latecomer.inputs' = '" ~ fingerprint ~ "')") }}
 {% endmacro %}
@@ -214,10 +214,13 @@
 
 
 {#- The table's current version id (Iceberg's snapshot id, Delta's last
-    commit version); 'absent' for a table not created yet and 'empty' for an
-    Iceberg table with no snapshot (a landing table before its first file: a
-    fingerprint then changes when rows land); none where the table has no
-    version to read. -#}
+    commit version); 'empty' for a table that holds no row by construction:
+    one not created yet, an Iceberg table with no snapshot, a Delta table
+    whose only commit is its CREATE TABLE (a landing table before its first
+    file: a fingerprint then changes when rows land). A reader sees no row in
+    either, so a model evaluated before such a table was created is not
+    evaluated again once it exists. None where the table has no version to
+    read. -#}
 {% macro current_table_version(relation) %}
     {{ return(adapter.dispatch('current_table_version')(relation)) }}
 {% endmacro %}
@@ -226,13 +229,20 @@
     {%- set parts = (relation | string | replace('`', '')).split('.') -%}
     {%- set found = adapter.get_relation(database=none, schema=parts[-2], identifier=parts[-1]) -%}
     {%- if found is none -%}
-        {#- not created yet (a landing table before its first file) -#}
-        {{ return('absent') }}
+        {{ return('empty') }}
     {%- endif -%}
     {%- if latecomer__versions_table_format() == 'delta' -%}
-        {#- Delta: the version of the table's last commit (DESCRIBE HISTORY);
-            none for a table of another provider, which has no history. -#}
-        {{ return(latecomer__current_version(relation) if found.is_delta is not false else none) }}
+        {#- Delta: the version of the table's last commit; none for a table
+            of another provider, which has no history. -#}
+        {%- if found.is_delta is false -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- set rows = latecomer__delta_last_commit(relation) -%}
+        {%- if rows | length == 0 -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {{ return('empty' if rows[0]['version'] | int == 0 and rows[0]['operation'] == 'CREATE TABLE'
+            else '%d' % (rows[0]['version'] | int)) }}
     {%- endif -%}
     {%- set version = latecomer__current_version(relation) -%}
     {%- if version is none and found.is_iceberg -%}

@@ -57,9 +57,8 @@
     {%- if fingerprint is not none and latecomer__restated_recorded_fingerprint(existing_relation, properties) == fingerprint -%}
         {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
         {%- do latecomer__record_no_rows_written(target_relation) -%}
-        {%- call statement('main') -%}
-            select 'inputs unchanged' as status
-        {%- endcall -%}
+        {#- dbt's result of the node, without a Spark statement to make it -#}
+        {%- do store_result('main', response='inputs unchanged') -%}
         {%- do persist_docs(target_relation, model) -%}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
@@ -99,9 +98,7 @@
     {%- if row_count == 0 and not rebuild -%}
         {{ log(model.name ~ ': nothing to restate, ' ~ target_relation ~ ' left unchanged', info=true) }}
         {%- do latecomer__record_no_rows_written(target_relation) -%}
-        {%- call statement('main') -%}
-            select 'nothing to restate' as status
-        {%- endcall -%}
+        {%- do store_result('main', response='nothing to restate') -%}
     {%- else -%}
         {%- set columns = columns or latecomer__restated_table_columns(restated) -%}
         {#- 5. merge -#}
