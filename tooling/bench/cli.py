@@ -284,7 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from python_jobs.core.spark_config import get_spark  # after the environment above is set
 
-    spark = get_spark(cfg.table_format)
+    # The store's size at start-up would choose the JVM profile
+    # (spark_config.command_profile): a first run at a large scale starts on
+    # a store of a few MB and would run on `short`, a later one on `job`.
+    # The scale decides instead; LATECOMER_JVM_PROFILE still wins.
+    spark = get_spark(cfg.table_format, jvm_profile="short" if cfg.mode == "smoke" else "job")
     try:
         if sweep:
             from tooling.bench.sweep import render_sweep, run_sweep, write_sweep
