@@ -10,7 +10,7 @@
 
     Each view records its definition (latecomer__view_definition) as its
     property latecomer.view_definition, so that a build whose definition is the
-    same leaves the view as it is (the view materialization below). -#}
+    same leaves the view as it is (materializations/view.sql). -#}
 {% macro latecomer__create_view_as(relation, sql) -%}
     {%- if execute and target.table_format == 'iceberg' -%}
         {%- do adapter.drop_relation(relation.incorporate(type='view')) -%}
@@ -27,25 +27,6 @@
     {{ return(head[:-2] ~ "tblproperties ('latecomer.view_definition' = '" ~ latecomer__view_definition(sql)
         ~ "')\n  as\n" ~ statement[position:]) }}
 {%- endmacro %}
-
-
-{#- dbt-spark's view materialization (dbt's create_or_replace_view), but a view
-    whose definition is the one it was created with is left as it is: a drop
-    and a create per view and build saved, and no moment without the view.
-    --full-refresh makes it again. -#}
-{% materialization view, adapter='latecomer' -%}
-    {%- set existing = load_relation(this) -%}
-    {%- if existing is not none and existing.is_view and not should_full_refresh()
-            and latecomer__stored_view_definition(existing) == latecomer__view_definition(sql) -%}
-        {{ run_hooks(pre_hooks) }}
-        {{ log(model.name ~ ': definition unchanged, ' ~ existing ~ ' left as it is') }}
-        {#- dbt's result of the node, without a Spark statement to make it -#}
-        {%- do store_result('main', response='view unchanged') -%}
-        {{ run_hooks(post_hooks) }}
-        {{ return({'relations': [this.incorporate(type='view')]}) }}
-    {%- endif -%}
-    {{ return(create_or_replace_view()) }}
-{%- endmaterialization %}
 
 
 {#- A hash of what the current view model's view depends on: its SQL, the
