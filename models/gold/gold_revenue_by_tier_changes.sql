@@ -11,9 +11,8 @@
 {%- set hwm = latecomer__high_water_mark('source_run_at') %}
 {#- Every row starts from a customer version recorded or superseded since
     the last run (changed_customers): none, no row. #}
-{%- do latecomer__skip_write('no customer version recorded or superseded since the last run') if is_incremental()
-    and not latecomer__any_rows('select 1 from ' ~ ref('customer_history') ~ ' where recorded_run_at > ' ~ hwm
-        ~ ' or superseded_run_at > ' ~ hwm) %}
+{%- do latecomer__skip_write_unless_newer(ref('customer_history'), ['recorded_run_at', 'superseded_run_at'], hwm,
+    'no customer version recorded or superseded since the last run') %}
 
 with customer_history as (
     select * from {{ ref('customer_history') }}

@@ -7,8 +7,8 @@
 
 {%- set hwm = latecomer__high_water_mark('last_ledger_run_at') %}
 {#- No ledger row since the last run touches no arrival day. #}
-{%- do latecomer__skip_write('no arrival in the ledger since the last run') if is_incremental()
-    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_arrivals') ~ ' where ledger_run_at > ' ~ hwm) %}
+{%- do latecomer__skip_write_unless_newer(ref('silver_event_arrivals'), ['ledger_run_at'], hwm,
+    'no arrival in the ledger since the last run') %}
 
 with ledger as (
     select * from {{ ref('silver_event_arrivals') }}

@@ -6,8 +6,8 @@
 
 {%- set hwm = latecomer__high_water_mark('source_changed_run_at') %}
 {#- No change logged since the last run touches no date: nothing to count. #}
-{%- do latecomer__skip_write('no silver change since the last run') if is_incremental()
-    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_changes') ~ ' where changed_run_at > ' ~ hwm) %}
+{%- do latecomer__skip_write_unless_newer(ref('silver_event_changes'), ['changed_run_at'], hwm,
+    'no silver change since the last run') %}
 
 with changes as (
     select * from {{ ref('silver_event_changes') }}

@@ -3,8 +3,8 @@
     never reads the whole arrival ledger. Append-only, like the ledger. -#}
 {{ config(incremental_strategy='append', partition_by=['arrival_date']) }}
 {%- set hwm = latecomer__high_water_mark('ledger_run_at') %}
-{%- do latecomer__skip_write('no arrival in the ledger since the last run') if is_incremental()
-    and not latecomer__any_rows('select 1 from ' ~ ref('silver_event_arrivals') ~ ' where ledger_run_at > ' ~ hwm) %}
+{%- do latecomer__skip_write_unless_newer(ref('silver_event_arrivals'), ['ledger_run_at'], hwm,
+    'no arrival in the ledger since the last run') %}
 
 with arrivals as (
     select * from {{ ref('silver_event_arrivals') }}

@@ -3,8 +3,8 @@
     event-date partitions to restate; the audit table is built from it. -#}
 {{ config(incremental_strategy='append', partition_by=['changed_date']) }}
 {%- set hwm = latecomer__high_water_mark('changed_run_at') %}
-{%- do latecomer__skip_write('no silver row changed since the last run') if is_incremental()
-    and not latecomer__any_rows('select 1 from ' ~ ref('silver_events') ~ ' where changed_run_at > ' ~ hwm) %}
+{%- do latecomer__skip_write_unless_newer(ref('silver_events'), ['changed_run_at'], hwm,
+    'no silver row changed since the last run') %}
 
 with silver_events as (
     select * from {{ ref('silver_events') }}

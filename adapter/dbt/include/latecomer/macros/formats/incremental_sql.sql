@@ -82,6 +82,21 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- latecomer__skip_write(reason) for the current incremental model when
+    `relation` holds no row whose `columns` (a list, any of them) are past
+    `high_water_mark`: a model whose batch starts from those rows then
+    computes, spills and counts nothing. -#}
+{% macro latecomer__skip_write_unless_newer(relation, columns, high_water_mark, reason) -%}
+    {%- set newer = [] -%}
+    {%- for column in columns -%}
+        {%- do newer.append(column ~ ' > ' ~ high_water_mark) -%}
+    {%- endfor -%}
+    {%- if is_incremental() and not latecomer__any_rows('select 1 from ' ~ relation ~ ' where ' ~ newer | join(' or ')) -%}
+        {%- do latecomer__skip_write(reason) -%}
+    {%- endif -%}
+{%- endmacro %}
+
+
 {#- The reason latecomer__skip_write gave for the model being run, or none:
     its write then runs nothing (dbt_spark_get_incremental_sql, the
     late-arriving snapshot's merge). -#}
