@@ -47,9 +47,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "target"
 # The scenarios make test runs on Delta too: the sample's late arrivals,
 # corrections, deletions, quarantine, restated gold and staged publication;
-# publication holds; the SCD2 dimension; versions, restore and maintenance.
+# publication holds; the SCD2 dimension; versions, restore and maintenance;
+# data tests answered from the table versions they passed on.
 DELTA_SCENARIOS = (
     "tests/pytest/test_late_arrival_sample.py",
+    "tests/pytest/test_passed_tests.py",
     "tests/pytest/test_publication_holds.py",
     "tests/pytest/test_scd2.py",
     "tests/pytest/test_versions.py",

@@ -38,17 +38,18 @@ class MemoMixin(metaclass=AdapterMeta):
         return ""
 
     @available
-    def passing_test_result(self) -> dict[str, Any]:
+    def passing_test_result(self, message: str = "OK") -> dict[str, Any]:
         """A data test's result, passed, for a test answered without a query.
 
         The shape dbt's test runner reads from ``load_result('main')``: one row
-        of failures, should_warn and should_error, and the adapter's response.
+        of failures, should_warn and should_error, and the adapter's response,
+        whose message (run_results.json's adapter_response) says why.
         """
         table = table_from_data_flat(
             [{"failures": 0, "should_warn": False, "should_error": False}],
             ["failures", "should_warn", "should_error"],
         )
-        return {"response": AdapterResponse(_message="OK"), "table": table}
+        return {"response": AdapterResponse(_message=message), "table": table}
 
     @available
     def memo_query(self, key: str, sql: str) -> list[dict[str, Any]]:

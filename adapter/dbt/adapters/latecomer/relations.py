@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.base.meta import AdapterMeta, available
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
@@ -24,6 +24,9 @@ SNAPSHOT_KEY_COLUMN = re.compile(r"dbt_unique_key_\d+")
 SCHEMA_NOT_FOUND = "SCHEMA_NOT_FOUND"
 # Memo key prefix of the schemas a database holds (list_schemas).
 SCHEMAS_MEMO = "adapter:list_schemas"
+# Types `show table extended`'s schema tree names as Spark's internals do,
+# by the names `describe` gives them.
+TREE_TYPE_NAMES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 
 
 class RelationsMixin(metaclass=AdapterMeta):
@@ -75,6 +78,25 @@ class RelationsMixin(metaclass=AdapterMeta):
                 return columns
             self._columns[key] = columns
         return list(columns)
+
+    @available
+    def columns_signature(self, relation: Any) -> str:
+        """``relation``'s columns as lower-case ``name type`` pairs, spelled the same whichever way they were read.
+
+        From the relation cache's ``show table extended`` entry when it holds
+        them (no statement), else from ``describe`` (kept for the invocation):
+        a table created after the cache was filled, by an on-run-start hook,
+        reads the same in that invocation as it will from the cache in the
+        next. Empty for a table that does not exist.
+        """
+        if "\nSchema: " in (getattr(relation, "information", None) or ""):
+            columns = self.parse_columns_from_information(relation)
+        else:
+            columns = self.get_columns_in_relation(relation)
+        return ", ".join(
+            f"{column.name.lower()} {TREE_TYPE_NAMES.get(column.dtype.lower(), column.dtype.lower())}"
+            for column in columns
+        )
 
     def get_missing_columns(self, from_relation: Any, to_relation: Any) -> list[Any]:
         """The columns of ``from_relation`` that ``to_relation`` lacks, names compared as Spark does.

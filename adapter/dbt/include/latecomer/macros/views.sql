@@ -32,12 +32,25 @@
 {#- A hash of what the current view model's view depends on: its SQL, the
     docs persisted with it, its contract, the project (its vars and macros:
     adapter.project_fingerprint), the code of every model, seed or snapshot
-    it reads, and the columns of every source it reads, as the relation
-    cache found them. A `select *` view lists its columns when it is
-    created, so it is made again when they may have changed: in the same
-    build when an upstream model's code changed; for a source altered
-    outside the project, in the build after. -#}
+    it reads, and the columns of every source it reads (from the relation
+    cache, or described when the cache lacks them: adapter.columns_signature).
+    A `select *` view lists its columns when it is created, so it is made
+    again when they may have changed: in the same build when an upstream
+    model's code changed; for a source altered outside the project, in the
+    build after. Hashed once per view and
+    invocation: the view materialization, latecomer__create_view_as and the
+    data tests reading the view (latecomer__current_view_definition) ask. -#}
 {% macro latecomer__view_definition(sql) %}
+    {%- set key = 'view_definition:' ~ model.unique_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- do adapter.memo_set(key, latecomer__hash_view_definition(sql)) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
+{% endmacro %}
+
+
+{#- latecomer__view_definition's hash, computed. -#}
+{% macro latecomer__hash_view_definition(sql) %}
     {%- set contract = config.get('contract') -%}
     {%- set parts = ['sql=' ~ sql, 'contract=' ~ (contract.enforced if contract else false),
                      'project=' ~ adapter.project_fingerprint()] -%}
@@ -57,10 +70,8 @@
         {%- elif source -%}
             {%- set name = (source.relation_name | replace('`', '')).split('.') -%}
             {%- set found = adapter.get_relation(database=none, schema=name[-2], identifier=name[-1]) -%}
-            {%- set information = (found.information or '') if found is not none else '\nSchema: absent' -%}
-            {#- columns not readable from the cache: made again in every build -#}
-            {%- do parts.append(unique_id ~ '=' ~ (information.split('\nSchema: ')[-1]
-                if '\nSchema: ' in information else invocation_id)) -%}
+            {%- do parts.append(unique_id ~ '=' ~ adapter.columns_signature(
+                found or api.Relation.create(schema=name[-2], identifier=name[-1]))) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(local_md5(parts | join('|'))) }}

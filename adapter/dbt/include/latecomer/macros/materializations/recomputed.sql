@@ -157,8 +157,9 @@
 
 
 {#- The tables behind `unique_ids` (models, snapshots, seeds, sources),
-    following views and ephemeral models to the tables they read. -#}
-{% macro latecomer__upstream_tables(unique_ids) %}
+    following views and ephemeral models to the tables they read; the unique
+    ids of the view models passed on the way are added to `views`, when given. -#}
+{% macro latecomer__upstream_tables(unique_ids, views=none) %}
     {%- set tables = [] -%}
     {%- set pending = unique_ids | list -%}
     {%- set seen = [] -%}
@@ -170,6 +171,9 @@
             {%- if node and node.resource_type in ('model', 'snapshot', 'seed')
                     and node.config.materialized in ('view', 'ephemeral') -%}
                 {%- do pending.extend(node.depends_on.nodes) -%}
+                {%- if views is not none and node.config.materialized == 'view' -%}
+                    {%- do views.append(unique_id) -%}
+                {%- endif -%}
             {%- elif node and node.resource_type in ('model', 'snapshot', 'seed', 'source') -%}
                 {%- do tables.append(node.relation_name) -%}
             {%- endif -%}
