@@ -29,22 +29,11 @@
     {%- for key in ['fail_calc', 'warn_if', 'error_if', 'limit', 'severity'] -%}
         {%- do parts.append(key ~ '=' ~ config.get(key)) -%}
     {%- endfor -%}
-    {%- set views = [] -%}
-    {%- for relation in latecomer__upstream_tables(model.depends_on.nodes, views) | sort -%}
-        {%- set version = current_table_version(relation) -%}
-        {%- if version is none -%}
-            {{ return(none) }}
-        {%- endif -%}
-        {%- do parts.append(relation ~ '=' ~ version) -%}
-    {%- endfor -%}
-    {%- for unique_id in views | sort -%}
-        {%- set definition = latecomer__current_view_definition(unique_id) -%}
-        {%- if definition is none -%}
-            {{ return(none) }}
-        {%- endif -%}
-        {%- do parts.append(unique_id ~ '=' ~ definition) -%}
-    {%- endfor -%}
-    {{ return(local_md5(parts | join('|'))) }}
+    {%- set inputs = latecomer__upstream_versions(model.depends_on.nodes, with_views=true) -%}
+    {%- if inputs is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return(local_md5((parts + inputs) | join('|'))) }}
 {%- endmacro %}
 
 

@@ -144,15 +144,36 @@
     {%- if with_as_of -%}
         {%- do parts.append('as_of=' ~ (as_of_given() or run_started_at)) -%}
     {%- endif -%}
-    {%- for relation in latecomer__upstream_tables(model.depends_on.nodes) | sort -%}
-        {%- set version = current_table_version(relation) -%}
-        {%- if version is none -%}
+    {%- set versions = latecomer__upstream_versions(model.depends_on.nodes) -%}
+    {%- if versions is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ log(model.name ~ ': inputs ' ~ (parts + versions) | join('|')) }}
+    {{ return(local_md5((parts + versions) | join('|'))) }}
+{% endmacro %}
+
+
+{#- 'relation=version' for each table behind `unique_ids`
+    (latecomer__upstream_tables), in order, then, with_views, 'unique
+    id=definition' for each view model on the way
+    (latecomer__current_view_definition); none when one cannot be read. -#}
+{% macro latecomer__upstream_versions(unique_ids, with_views=false) %}
+    {%- set views = [] -%}
+    {%- set named = [] -%}
+    {%- for relation in latecomer__upstream_tables(unique_ids, views) | sort -%}
+        {%- do named.append((relation, current_table_version(relation))) -%}
+    {%- endfor -%}
+    {%- for unique_id in (views if with_views else []) | sort -%}
+        {%- do named.append((unique_id, latecomer__current_view_definition(unique_id))) -%}
+    {%- endfor -%}
+    {%- set parts = [] -%}
+    {%- for name, value in named -%}
+        {%- if value is none -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- do parts.append(relation ~ '=' ~ version) -%}
+        {%- do parts.append(name ~ '=' ~ value) -%}
     {%- endfor -%}
-    {{ log(model.name ~ ': inputs ' ~ parts | join('|')) }}
-    {{ return(local_md5(parts | join('|'))) }}
+    {{ return(parts) }}
 {% endmacro %}
 
 
