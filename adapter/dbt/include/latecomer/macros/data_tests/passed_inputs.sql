@@ -18,7 +18,9 @@
     failed or warned is not recorded, so it runs until it passes. The last
     pass of each test is kept in <schema>_audit.data_test_passes, one row per
     test, rewritten by the on-run-end hook latecomer__record_passed_tests
-    when it changed, and only after a run with no failed node. -#}
+    when it changed, and only after a run with no failed node. A test's
+    tables are those of its depends_on: a test must read tables through ref()
+    or source(), never by a name written out, or its fingerprint misses them. -#}
 
 
 {#- The fingerprint of the data test being run (in the test
