@@ -54,28 +54,23 @@
 {%- endmacro %}
 
 
-{% macro latecomer__test_passes_relation() -%}
-    {{ return(target.schema ~ '_audit.data_test_passes') }}
+{#- <schema>_audit.data_test_passes, from the relation cache: none before
+    the first build that recorded a pass. -#}
+{% macro latecomer__test_passes_table() -%}
+    {{ return(adapter.get_relation(database=none, schema=target.schema ~ '_audit', identifier='data_test_passes')) }}
 {%- endmacro %}
 
 
 {#- The fingerprint each test last passed on, by unique id: read once per
-    invocation; empty before the first build that recorded one. -#}
+    invocation however many threads ask (adapter.memo_query); empty before
+    the first build that recorded one. -#}
 {% macro latecomer__passed_test_fingerprints() -%}
-    {%- if not adapter.memo_has('passed_tests') -%}
-        {%- set relation = latecomer__test_passes_relation() -%}
-        {%- set found = adapter.get_relation(database=none, schema=relation.split('.')[0],
-                                             identifier=relation.split('.')[1]) -%}
-        {%- set passed = {} -%}
-        {%- if found is not none -%}
-            {%- for row in run_query('select test_id, fingerprint from ' ~ relation).rows -%}
-                {%- do passed.update({row[0]: row[1]}) -%}
-            {%- endfor -%}
-        {%- endif -%}
-        {%- do adapter.memo_set('passed_tests', passed) -%}
-        {%- do adapter.memo_set('passed_tests_table', found is not none) -%}
+    {%- set table = latecomer__test_passes_table() -%}
+    {%- if table is none -%}
+        {{ return({}) }}
     {%- endif -%}
-    {{ return(adapter.memo_get('passed_tests')) }}
+    {%- set rows = adapter.memo_query('passed_tests', 'select test_id, fingerprint from ' ~ table) -%}
+    {{ return(dict(zip(rows | map(attribute='test_id'), rows | map(attribute='fingerprint')))) }}
 {%- endmacro %}
 
 
@@ -102,38 +97,39 @@
     added to those recorded (a test's earlier record stays true of the
     versions it names). A run with a failed node records nothing: on Iceberg
     its staged versions are never published. SQL rewriting the table when
-    anything changed, else nothing. -#}
+    anything changed, else nothing; no query at all in a run that passed no
+    fingerprinted test. -#}
 {% macro latecomer__record_passed_tests(results) -%}
     {%- if not execute or flags.WHICH not in ('build', 'test') -%}
         {{ return('') }}
     {%- endif -%}
-    {%- for result in results if result.status in ('error', 'fail') -%}
-        {{ return('') }}
-    {%- endfor -%}
-    {%- set recorded = latecomer__passed_test_fingerprints() -%}
-    {%- set passed = dict(recorded) -%}
-    {%- for result in results if result.node.resource_type == 'test' and result.status == 'pass' -%}
+    {%- set passes = {} -%}
+    {%- for result in results -%}
+        {%- if result.status in ('error', 'fail') -%}
+            {{ return('') }}
+        {%- endif -%}
         {%- set key = 'test_inputs:' ~ result.node.unique_id -%}
-        {%- if adapter.memo_has(key) -%}
-            {%- do passed.update({result.node.unique_id: adapter.memo_get(key)}) -%}
+        {%- if result.node.resource_type == 'test' and result.status == 'pass' and adapter.memo_has(key) -%}
+            {%- do passes.update({result.node.unique_id: adapter.memo_get(key)}) -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- set recorded = latecomer__passed_test_fingerprints() if passes else {} -%}
+    {%- set passed = dict(recorded) -%}
+    {%- do passed.update(passes) -%}
     {%- if passed == recorded -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set rows = [] -%}
-    {%- for test_id, fingerprint in passed | dictsort -%}
-        {%- do rows.append('(' ~ latecomer__sql_string(test_id) ~ ', ' ~ latecomer__sql_string(fingerprint) ~ ')') -%}
-    {%- endfor -%}
-    {%- set relation = latecomer__test_passes_relation() -%}
-    {%- if not adapter.memo_get('passed_tests_table') -%}
+    {%- set table = latecomer__test_passes_table() -%}
+    {%- set relation = target.schema ~ '_audit.data_test_passes' -%}
+    {%- if table is none -%}
         {%- call statement('ensure_test_passes') -%}
             create table if not exists {{ relation }} (test_id string, fingerprint string) using {{ target.table_format }}
             comment 'The inputs each data test last passed on (latecomer__record_passed_tests)'
         {%- endcall -%}
     {%- endif -%}
-    {%- if rows -%}
-        {{ return('insert overwrite table ' ~ relation ~ ' values ' ~ rows | join(', ')) }}
-    {%- endif -%}
-    {{ return('delete from ' ~ relation) }}
+    {%- set rows = [] -%}
+    {%- for test_id, fingerprint in passed | dictsort -%}
+        {%- do rows.append('(' ~ latecomer__sql_string(test_id) ~ ', ' ~ latecomer__sql_string(fingerprint) ~ ')') -%}
+    {%- endfor -%}
+    {{ return('insert overwrite table ' ~ relation ~ ' values ' ~ rows | join(', ')) }}
 {%- endmacro %}
