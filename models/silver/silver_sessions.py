@@ -16,6 +16,10 @@ def model(dbt, session):
         incremental_strategy="merge",
         unique_key="session_id",
         merge_prune={"target_column": "session_start_ts", "source_column": "session_start_ts", "type": "timestamp"},
+        # No Python at all when silver_events and silver_event_changes are at the
+        # versions the last run read (adapter/.../materializations/incremental.sql).
+        skip_if_inputs_unchanged=True,
+        as_of_dependent=False,
     )
     current = session.table(str(dbt.this)) if dbt.is_incremental else None
     return update_sessions(

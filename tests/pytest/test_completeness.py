@@ -379,11 +379,14 @@ def test_dbt_build_publishes_estimates_and_backtest(project: Project, write_ndjs
     }
     project.build(**build_vars)
     # The same build again, right after the first: both summaries are left as
-    # they are (no new version), the tables having been created on main.
+    # they are (no new version), the tables having been created on main, and
+    # silver_arrival_values runs no Python (skip_if_inputs_unchanged).
     tables = [f"{project.schema}_gold.{table}" for table in ("gold_completeness", "gold_completeness_backtest")]
+    tables.append(f"{project.schema}_silver.silver_arrival_values")
     before = {table: version_log(project.spark, table) for table in tables}
     project.build(**build_vars)
     assert {table: version_log(project.spark, table) for table in tables} == before
+    assert any(m.startswith("silver_arrival_values: inputs unchanged since its last run") for m in project.messages)
 
     got = by_partition(project.table("gold", "gold_completeness"))
     assert set(got) == {("web", m, d) for m in METRICS for d in ("2024-01-05", "2024-01-06")}

@@ -452,10 +452,13 @@ def test_dbt_build_keeps_sessions_equal_to_a_fresh_sessionization(project: Proje
     assert any(added > 0 for _, added in later), later
     assert any(stamp > first_build for stamp in stamps[1].values())
 
-    # Nothing new: the sessions table gets no new version.
+    # Nothing new: the sessions table gets no new version, and no Python
+    # runs for it (skip_if_inputs_unchanged: silver is at the versions the
+    # last run read).
     before = version_log(project.spark, sessions)
     project.build(as_of=stages[-1][1], select="silver_sessions", session_gap_minutes=gap_minutes)
     assert version_log(project.spark, sessions) == before
+    assert any(m.startswith("silver_sessions: inputs unchanged since its last run") for m in project.messages)
     assert collected(project.table("silver", "silver_sessions")) == expected
 
     # A build's tests read the sessions it wrote (meta test_scope, run_value

@@ -62,18 +62,7 @@
                 {{ create_table_as(false, target_relation, sql, language) }}
             {%- endcall -%}
         {%- endif -%}
-        {#- Where the run stages publication, the fingerprint names the
-            version just written (the run branch's head, or main's after a
-            first build or --full-refresh created the table there), as the
-            next run's decision will read it. -#}
-        {%- if latecomer__staged_model() and decision['inputs'] is not none -%}
-            {%- set fingerprint = latecomer__own_version_fingerprint(decision['inputs'], latecomer__current_version(target_relation)) -%}
-        {%- endif -%}
-        {%- if fingerprint is not none -%}
-            {%- call statement('record_inputs_fingerprint') -%}
-                alter table {{ target_relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
-            {%- endcall -%}
-        {%- endif -%}
+        {%- do latecomer__record_decided_inputs(target_relation) -%}
         {%- do persist_docs(target_relation, model) -%}
     {%- endif -%}
     {{ run_hooks(post_hooks) }}
@@ -112,6 +101,30 @@
 {#- A fingerprint that also names the table's own version. -#}
 {% macro latecomer__own_version_fingerprint(fingerprint, own_version) %}
     {{ return(local_md5(fingerprint ~ '|self=' ~ own_version)) }}
+{% endmacro %}
+
+
+{#- After the current node wrote `relation` (a recomputed model, or a
+    Python incremental model with skip_if_inputs_unchanged, run or skipped):
+    the fingerprint of its latecomer__recomputed_decision set as the table's
+    property latecomer.inputs, unless the table holds it already and kept
+    it (on Delta, setting a property is a commit). Where the run stages
+    publication, the fingerprint names the version just written (the run
+    branch's head, or main's after a first build or --full-refresh created
+    the table there), as the next run's decision will read it. -#}
+{% macro latecomer__record_decided_inputs(relation) %}
+    {%- set decision = latecomer__recomputed_decision() -%}
+    {%- set fingerprint = decision['fingerprint'] -%}
+    {%- if latecomer__staged_model() and decision['inputs'] is not none -%}
+        {%- set fingerprint = latecomer__own_version_fingerprint(decision['inputs'], latecomer__current_version(relation)) -%}
+    {%- endif -%}
+    {#- (a --full-refresh replaced the table, and its properties with it) -#}
+    {%- if fingerprint is not none
+            and (should_full_refresh() or fingerprint != decision['properties'].get('latecomer.inputs')) -%}
+        {%- call statement('record_inputs_fingerprint') -%}
+            alter table {{ relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
+        {%- endcall -%}
+    {%- endif -%}
 {% endmacro %}
 
 
