@@ -24,7 +24,6 @@
     {%- set target_relation = this.incorporate(type='table') -%}
     {%- set existing_relation = load_relation(this) -%}
     {%- set decision = latecomer__recomputed_decision() -%}
-    {%- set fingerprint = decision['fingerprint'] -%}
     {%- set unchanged = decision['unchanged'] -%}
 
     {{ run_hooks(pre_hooks) }}
@@ -120,7 +119,7 @@
     {%- endif -%}
     {#- (a --full-refresh replaced the table, and its properties with it) -#}
     {%- if fingerprint is not none
-            and (should_full_refresh() or fingerprint != decision['properties'].get('latecomer.inputs')) -%}
+            and (should_full_refresh() or fingerprint != latecomer__stored_inputs_fingerprint(relation, decision['properties'])) -%}
         {%- call statement('record_inputs_fingerprint') -%}
             alter table {{ relation }} set tblproperties ('latecomer.inputs' = '{{ fingerprint }}')
         {%- endcall -%}
