@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import Project
+from tests.pytest.conftest import Project, version_count
 
 BASE = datetime(2024, 1, 1, tzinfo=UTC)
 SPACING = timedelta(days=14)
@@ -266,6 +266,8 @@ class State:
     snapshot_rows: int
     change_log_rows: int
     causes: list[Any]  # gold_revenue_by_tier_causes
+    snapshot_versions: int
+    messages: tuple[str, ...] = ()  # of the run that left it, where a test reads them
 
 
 def read_state(project: Project) -> State:
@@ -291,6 +293,7 @@ def read_state(project: Project) -> State:
         snapshot_rows=project.table("snapshots", "customer_history").count(),
         change_log_rows=project.table("gold", "gold_revenue_by_tier_changes").count(),
         causes=project.table("audit", "gold_revenue_by_tier_causes").collect(),
+        snapshot_versions=version_count(project.spark, f"{project.schema}_snapshots.customer_history"),
     )
 
 
@@ -348,10 +351,13 @@ def scenario(module_project: Project, tmp_path_factory: pytest.TempPathFactory) 
         land_changes(project, tmp, step)
         build(project, step)
         states[step] = read_state(project)
-    # Re-run: the snapshot alone, then the build, with nothing new.
-    project.dbt("snapshot", vars={"as_of": as_of(STEPS[-1])})
+    # Re-run: the snapshot alone (an hour later: with nothing landed, the time
+    # changes nothing), then the build, with nothing new.
+    later = (datetime.fromisoformat(as_of(STEPS[-1])) + timedelta(hours=1)).isoformat()
+    project.dbt("snapshot", vars={"as_of": later, "publication_gate": OPEN_GATE})
+    snapshot_messages = tuple(project.messages)
     build(project, STEPS[-1], SELECT_ALL)
-    states[len(STEPS) + 1] = read_state(project)
+    states[len(STEPS) + 1] = replace(read_state(project), messages=snapshot_messages)
     return states
 
 
@@ -512,6 +518,10 @@ def test_rerun_changes_nothing(scenario: dict[int, State]) -> None:
     assert rerun.snapshot_rows == last.snapshot_rows
     assert rerun.change_log_rows == last.change_log_rows
     assert rerun.history == last.history
+    # The snapshot run alone found nothing landed and ran nothing; neither it
+    # nor the build gave the snapshot a new version.
+    assert any(m.startswith("customer_history: no change landed since its last run") for m in rerun.messages)
+    assert rerun.snapshot_versions == last.snapshot_versions
     assert {k: (r.version, r.last_changed_at, r.net_revenue) for k, r in rerun.gold.items()} == {
         k: (r.version, r.last_changed_at, r.net_revenue) for k, r in last.gold.items()
     }

@@ -135,12 +135,18 @@ class RunContextMixin(metaclass=AdapterMeta):
         inputs: the project's and the command line's vars, and the macros' source.
 
         A model skipped because its inputs did not move (``inputs_fingerprint``)
-        is built again once any of these changes. Computed once per invocation.
+        is built again once any of these changes. The ``as_of`` var is left
+        out: a run without it reads the clock, and each fingerprint takes it
+        as its node needs (``inputs_fingerprint`` with as_of, a restated
+        model's status epoch, a view's rendered SQL), so a build given the
+        time skips what a build reading the clock skips. Computed once per
+        invocation.
         """
         key = (get_invocation_id(), "project_fingerprint")
         if key not in self._memo:
             digest = hashlib.sha256()
-            project_vars = {"project": self.config.vars.to_dict(), "cli": self.config.cli_vars}
+            cli_vars = {name: value for name, value in self.config.cli_vars.items() if name != "as_of"}
+            project_vars = {"project": self.config.vars.to_dict(), "cli": cli_vars}
             digest.update(json.dumps(project_vars, sort_keys=True, default=str).encode())
             root = Path(self.config.project_root)
             for folder in self.config.macro_paths:

@@ -73,9 +73,7 @@
 {#- Called from an incremental model's SQL when its query has no row this
     run by construction (e.g. a booking model under a setting that books
     nothing): its append or merge then runs no query at all, and its data
-    tests pass without one (latecomer__record_no_rows_written). `reason` is logged. The
-    late-arriving snapshot's staging says so too when its inputs are
-    unchanged (macros/snapshots/late_arriving_snapshot.sql). -#}
+    tests pass without one (latecomer__record_no_rows_written). `reason` is logged. -#}
 {% macro latecomer__skip_write(reason) -%}
     {%- if execute -%}
         {%- do adapter.memo_set('skip_write:' ~ model.unique_id, reason) -%}

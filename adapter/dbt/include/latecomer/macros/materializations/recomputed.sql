@@ -216,23 +216,6 @@
 {% endmacro %}
 
 
-{#- SQL recording the current node's latecomer__inputs_fingerprint on its table (a
-    post-hook: it runs only once the write succeeded); empty, so dbt runs no
-    statement for the hook, where a version cannot be read or the fingerprint
-    is already recorded. -#}
-{% macro latecomer__record_inputs_fingerprint(with_as_of=true) %}
-    {%- set fingerprint = latecomer__inputs_fingerprint(with_as_of) if execute else none -%}
-    {%- if fingerprint is none -%}
-        {{ return('') }}
-    {%- endif -%}
-    {#- Set only when it changed: on Delta setting a property is a commit. -#}
-    {%- if latecomer__stored_inputs_fingerprint(this) == fingerprint -%}
-        {{ return('') }}
-    {%- endif -%}
-    {{ return("alter table " ~ this ~ " set tblproperties ('latecomer.inputs' = '" ~ fingerprint ~ "')") }}
-{% endmacro %}
-
-
 {#- The fingerprint a table was last built from, or none. -#}
 {% macro latecomer__stored_inputs_fingerprint(relation, properties=none) %}
     {%- if properties is not none -%}

@@ -16,9 +16,8 @@
       re-opens the key.
 
     Each run recomputes the history and diffs it with what the snapshot
-    holds (unless nothing landed since the last run: the post-hook
-    latecomer__record_inputs_fingerprint keeps the versions of the tables read, and a
-    run that finds them unchanged spills, counts and merges nothing): new
+    holds (unless nothing landed since the last run: the adapter's snapshot
+    materialization, materializations/snapshot.sql, then runs nothing): new
     versions are inserted (recorded_at / recorded_run_at), versions
     no longer in the history are kept but marked superseded (superseded_at /
     superseded_run_at, is_current false). Rows are never updated otherwise
@@ -166,15 +165,6 @@
     {%- endif -%}
     {%- set key = strategy.unique_key -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
-    {#- Nothing landed in the change log since the last run (the versions of
-        the tables it reads are the ones recorded then): the staging rows are
-        planned as none, and Spark reads nothing. -#}
-    {%- set fingerprint = latecomer__inputs_fingerprint(with_as_of=false) -%}
-    {%- set unchanged = fingerprint is not none and latecomer__stored_inputs_fingerprint(target_relation) == fingerprint -%}
-    {%- if unchanged -%}
-        {{ log(model.name ~ ': no customer change landed since the last run', info=true) }}
-        {%- do latecomer__skip_write('no customer change landed since the last run') -%}
-    {%- endif -%}
     {%- set value_columns = [key] + strategy.check_cols
         + [columns.dbt_valid_from, columns.dbt_valid_to, 'is_current', 'version_key', columns.dbt_scd_id,
            'recorded_at', 'recorded_run_at'] -%}
@@ -223,9 +213,9 @@
         left anti join history on believed.version_key = history.version_key
     )
 
-    select * from insertions{% if unchanged %} where false{% endif %}
+    select * from insertions
     union all
-    select * from supersessions{% if unchanged %} where false{% endif %}
+    select * from supersessions
     {%- endset -%}
     {{ return(staging) }}
 {%- endmacro %}
@@ -238,10 +228,8 @@
         {{ return(spark__snapshot_merge_sql(target, source, insert_cols)) }}
     {%- endif -%}
     {%- set columns = config.get('snapshot_table_column_names') or get_snapshot_table_column_names() -%}
-    {#- Inputs unchanged (snapshot_staging_table planned the rows as none):
-        nothing to spill or count either. -#}
-    {%- set spilled = none if latecomer__write_skipped() else latecomer__spill_rows(source) -%}
-    {%- set changes = 0 if spilled is none else run_query('select count(*) from ' ~ spilled).columns[0].values()[0] -%}
+    {%- set spilled = latecomer__spill_rows(source) -%}
+    {%- set changes = run_query('select count(*) from ' ~ spilled).columns[0].values()[0] -%}
     {%- if changes == 0 -%}
         {%- do latecomer__record_no_rows_written(target) -%}
         {{ return("select 'nothing to record' as late_arriving_snapshot") }}
