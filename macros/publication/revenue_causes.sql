@@ -96,16 +96,26 @@
     )
     {%- endset %}
 
+    {#- Nothing this model reads moved since its last run, which explained
+        every step up to then (config skip_if_inputs_unchanged: the
+        incremental materialization then writes nothing): no row can have
+        moved, so nothing is spilled or asked. -#}
+    {%- set unchanged = latecomer__spills_while_rendering() and is_incremental()
+        and config.get('skip_if_inputs_unchanged', false) and latecomer__recomputed_decision()['unchanged'] %}
+
     {#- The model's query reads `moved` four times and the bound's query once
         more, each time a scan of gold and of every explanation so far: in a
         build, it is spilled once. -#}
-    {%- set moved_ctes = latecomer__spilled_cte(moved_ctes, 'moved') %}
+    {%- if not unchanged %}
+        {%- set moved_ctes = latecomer__spilled_cte(moved_ctes, 'moved') %}
+    {%- endif %}
 
     {#- The oldest position any step starts from, found first and given as a
         literal, so the inputs' scans skip the files before it (in a unit
         test, the bound is a subquery); none when no row moved. -#}
     {%- set lower_bound = "(select min(from_position) from moved)" %}
-    {%- if execute and model.resource_type == 'model' %}
+    {%- set lowest = none %}
+    {%- if execute and model.resource_type == 'model' and not unchanged %}
         {%- set lowest = run_query('with ' ~ moved_ctes ~ ' select cast(min(from_position) as string) from moved').columns[0].values()[0] %}
         {%- set lower_bound = "cast('" ~ (lowest or '9999-12-31') ~ "' as timestamp)" %}
         {#- Nothing moved since the last run (a build with nothing new): the

@@ -3,7 +3,7 @@
     silver change log's rows between the two versions, each adding its new
     values to its event date and taking its old ones from its previous event
     date. -#}
-{{ config(partition_by=['explained_date']) }}
+{{ config(partition_by=['explained_date'], skip_if_inputs_unchanged=true, as_of_dependent=false) }}
 
 {%- set gold -%}
     select * from {{ ref('gold_daily_revenue') }}

@@ -2,7 +2,7 @@
     one before it, by cause (macros/publication/revenue_causes.sql): the
     silver change log's rows between the two versions, each adding its new
     values to its event hour and taking its old ones from its previous one. -#}
-{{ config(partition_by=['explained_date']) }}
+{{ config(partition_by=['explained_date'], skip_if_inputs_unchanged=true, as_of_dependent=false) }}
 
 {%- set gold -%}
     select * from {{ ref('gold_hourly_revenue') }}

@@ -11,7 +11,7 @@
       after it.
     Taken in the order they happened, each change starts where the one before
     left the event, so their contributions add up to the row's change. -#}
-{{ config(partition_by=['explained_date']) }}
+{{ config(partition_by=['explained_date'], skip_if_inputs_unchanged=true, as_of_dependent=false) }}
 
 {%- set gold -%}
     select * from {{ ref('gold_revenue_by_tier') }}

@@ -6,7 +6,7 @@
     those of its days explained since (gold_daily_revenue_causes, explained
     earlier in the same run) and, under period_close adjust, the adjustments
     booked in it since. -#}
-{{ config(partition_by=['explained_date']) }}
+{{ config(partition_by=['explained_date'], skip_if_inputs_unchanged=true, as_of_dependent=false) }}
 
 {%- set rollups = [
     ('week', 'gold_weekly_revenue'), ('month', 'gold_monthly_revenue'),

@@ -214,6 +214,13 @@ def test_second_build_changes_nothing(sample: Project, monkeypatch: pytest.Monke
     assert of_tables and not queried & of_tables
     assert answered and singular <= queried | answered and not queried & answered
 
+    # The causes model read its inputs' versions first (config
+    # skip_if_inputs_unchanged): none had moved, so it spilled and counted no
+    # row to find that nothing moved.
+    assert any(m.startswith("gold_daily_revenue_causes: inputs unchanged since its last run") for m in sample.messages)
+    causes_id = '"node_id": "model.latecomer.gold_daily_revenue_causes"'
+    assert not [sql for sql in sent if causes_id in sql and ("insert" in sql or "min(from_position)" in sql)]
+
 
 def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjson) -> None:
     before = gold_rows(sample)

@@ -6,13 +6,16 @@
     * a model whose SQL said it has no row this run (latecomer__skip_write)
       and asks no schema check (on_schema_change ignore) creates no staging
       view: nothing is planned;
-    * a Python model configured with skip_if_inputs_unchanged=True runs no
-      Python when the tables it reads are at the versions its last run read
-      (latecomer__recomputed_decision, with as_of_dependent): its code would
-      find nothing new. Each run that reaches the model records those
-      versions on its table (latecomer__record_decided_inputs). A Python
-      model cannot say while rendering that it has nothing new, as SQL
-      models do (latecomer__skip_write), so this is its way to skip;
+    * a model configured with skip_if_inputs_unchanged=True writes nothing
+      (a Python model runs no Python) when the tables it reads are at the
+      versions its last run read (latecomer__recomputed_decision, with
+      as_of_dependent): it would find nothing new. Each run that reaches the
+      model records those versions on its table
+      (latecomer__record_decided_inputs). A Python model cannot say while
+      rendering that it has nothing new, as SQL models do
+      (latecomer__skip_write), so this is its way to skip; a SQL model's own
+      queries while rendering can ask the same decision first (the causes
+      models: macros/publication/revenue_causes.sql);
     * the microbatch strategy replaces each batch's event-time range exactly
       (latecomer_microbatch_sql), empty batches included, on any table
       format that runs MERGE, instead of dbt-spark's dynamic partition
@@ -75,8 +78,7 @@
       {{ create_table_as(False, target_relation, compiled_code, language) }}
     {%- endcall -%}
     {% do persist_constraints(target_relation, model) %}
-  {%- elif language == 'python' and config.get('skip_if_inputs_unchanged', false)
-        and latecomer__recomputed_decision()['unchanged'] -%}
+  {%- elif config.get('skip_if_inputs_unchanged', false) and latecomer__recomputed_decision()['unchanged'] -%}
     {{ log(model.name ~ ': inputs unchanged since its last run, ' ~ target_relation ~ ' left unchanged', info=true) }}
     {%- do latecomer__record_no_rows_written(target_relation) -%}
     {%- do store_result('main', response='inputs unchanged') -%}
@@ -118,7 +120,7 @@
     {%- endif -%}
   {%- endif -%}
 
-  {%- if language == 'python' and config.get('skip_if_inputs_unchanged', false) -%}
+  {%- if config.get('skip_if_inputs_unchanged', false) -%}
     {%- do latecomer__record_decided_inputs(target_relation) -%}
   {%- endif -%}
 
