@@ -6,12 +6,16 @@
 * the ``restated`` materialization (its materializations/restated.sql):
   its steps (skip, spill, count, gate, merge, manifest, record) and the
   statements it runs, on Iceberg and on Delta. What lies outside the file
-  (the gate, the manifest, the spill) is a stub that records its call.
+  (the gate, the manifest, the spill) is a stub that records its call;
+
+and what a node's inputs fingerprint holds (materializations/recomputed.sql).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -404,3 +408,57 @@ def test_on_delta_the_fingerprint_rides_on_the_write_commit_and_no_property_is_s
     rendered.namespace["latecomer__restated_recorded_fingerprint"] = lambda relation, properties: delta
     run_restated(rendered)
     assert steps == ["no rows written"] and rendered.statements == [("result", "main", "inputs unchanged")]
+
+
+def node(materialized: str, depends_on: tuple[str, ...] = (), checksum: str = "", relation: str = "") -> Any:
+    return SimpleNamespace(
+        resource_type="model",
+        config=SimpleNamespace(materialized=materialized),
+        depends_on=SimpleNamespace(nodes=list(depends_on)),
+        checksum=SimpleNamespace(checksum=checksum),
+        relation_name=relation,
+    )
+
+
+def inputs_fingerprint(view_code: str) -> str:
+    """latecomer__inputs_fingerprint of a snapshot reading a view over a source
+    and an ephemeral model over a table (local_md5 shows what it hashes)."""
+    source = SimpleNamespace(resource_type="source", relation_name="s_bronze.changes")
+    graph = SimpleNamespace(
+        nodes={
+            "model.p.stg_changes": node("view", ("source.p.crm.changes",), view_code, "s_bronze.stg_changes"),
+            "model.p.recent": node("ephemeral", ("model.p.silver",), "recent-code"),
+            "model.p.silver": node("incremental", relation="s_silver.silver"),
+        },
+        sources={"source.p.crm.changes": source},
+    )
+    rendered = load(
+        f"{PLATFORM}/materializations/recomputed.sql",
+        model=SimpleNamespace(
+            name="customer_history",
+            checksum=SimpleNamespace(checksum="own-code"),
+            config=SimpleNamespace(meta={}),
+            depends_on=SimpleNamespace(nodes=["model.p.stg_changes", "model.p.recent"]),
+        ),
+        graph=graph,
+        adapter=SimpleNamespace(project_fingerprint=lambda: "project"),
+        tojson=json.dumps,
+        current_table_version=lambda relation: {"s_bronze.changes": "7", "s_silver.silver": "3"}[relation],
+        local_md5=lambda text: text,
+    )
+    return rendered.call("latecomer__inputs_fingerprint", with_as_of=False)
+
+
+def test_an_inputs_fingerprint_holds_the_code_between_a_node_and_its_tables() -> None:
+    """The versions of the tables read, and the SQL of the view and ephemeral
+    models in between: a view whose SQL changed is not read as before."""
+    assert inputs_fingerprint("view-code").split("|") == [
+        "code=own-code",
+        "vars={}",
+        "project=project",
+        "model.p.recent=recent-code",
+        "model.p.stg_changes=view-code",
+        "s_bronze.changes=7",
+        "s_silver.silver=3",
+    ]
+    assert inputs_fingerprint("view-code") != inputs_fingerprint("view-code, edited")

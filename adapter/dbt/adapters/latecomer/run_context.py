@@ -21,6 +21,9 @@ from dbt_common.invocation import get_invocation_id
 
 from python_jobs.core import run_clock, run_lock, run_vars, status_clock
 
+# The adapter's own macros (dbt/include/latecomer/macros).
+ADAPTER_MACROS = Path(__file__).resolve().parents[2] / "include" / "latecomer" / "macros"
+
 # The deployment run locks this process holds: schema -> (invocation id, lock).
 _run_locks: dict[str, tuple[str, run_lock.RunLock]] = {}
 _run_locks_guard = threading.Lock()
@@ -132,7 +135,9 @@ class RunContextMixin(metaclass=AdapterMeta):
     @available
     def project_fingerprint(self) -> str:
         """A hash of what every model's output depends on besides its own file and its
-        inputs: the project's and the command line's vars, and the macros' source.
+        inputs: the project's and the command line's vars, and the macros'
+        source, the project's and this adapter's (its materializations and the
+        SQL they write).
 
         A model skipped because its inputs did not move (``inputs_fingerprint``)
         is built again once any of these changes. The ``as_of`` var is left
@@ -149,9 +154,11 @@ class RunContextMixin(metaclass=AdapterMeta):
             project_vars = {"project": self.config.vars.to_dict(), "cli": cli_vars}
             digest.update(json.dumps(project_vars, sort_keys=True, default=str).encode())
             root = Path(self.config.project_root)
-            for folder in self.config.macro_paths:
-                for path in sorted((root / folder).rglob("*.sql")):
-                    digest.update(str(path.relative_to(root)).encode())
+            folders = [(root, root / folder) for folder in self.config.macro_paths]
+            folders.append((ADAPTER_MACROS.parent, ADAPTER_MACROS))
+            for base, folder in folders:
+                for path in sorted(folder.rglob("*.sql")):
+                    digest.update(str(path.relative_to(base)).encode())
                     digest.update(path.read_bytes())
             self._memo[key] = digest.hexdigest()
         return self._memo[key]

@@ -69,10 +69,13 @@
 {% endmaterialization %}
 
 
-{#- Whether the current recomputed model is left as it is in this build
-    ({'unchanged': bool, 'fingerprint': its latecomer__inputs_fingerprint}), decided once
-    per node and invocation: the model's own SQL may ask first, at compile
-    time (latecomer__recomputed_rebuilds), to do work only a rebuild needs. -#}
+{#- Whether the current node is left as it is in this build: a recomputed
+    model, an incremental model with skip_if_inputs_unchanged (SQL or
+    Python) or a late_arriving snapshot ({'unchanged': bool, 'fingerprint':
+    its latecomer__inputs_fingerprint}), decided once per node and
+    invocation: the model's own SQL may ask first, at compile time
+    (latecomer__recomputed_rebuilds, the causes models), to do work only a
+    rebuild needs. -#}
 {% macro latecomer__recomputed_decision() %}
     {%- set key = 'recomputed_decision:' ~ model.unique_id -%}
     {%- if not adapter.memo_has(key) -%}
@@ -103,8 +106,9 @@
 {% endmacro %}
 
 
-{#- After the current node wrote `relation` (a recomputed model, or a
-    Python incremental model with skip_if_inputs_unchanged, run or skipped):
+{#- After the current node wrote `relation` (a recomputed model or a
+    late_arriving snapshot, or an incremental model with
+    skip_if_inputs_unchanged, run or skipped):
     the fingerprint of its latecomer__recomputed_decision set as the table's
     property latecomer.inputs, unless the table holds it already and kept
     it (on Delta, setting a property is a commit). Where the run stages
@@ -148,18 +152,25 @@
 
 
 {#- A hash of what the current model's output depends on, or none when a
-    version cannot be read. with_as_of=false leaves the as_of var out, for a
-    node whose output does not depend on it. -#}
+    version cannot be read: its code and meta, the project's
+    (adapter.project_fingerprint), the versions of the tables it reads and
+    the code of every view or ephemeral model between it and them (their SQL
+    is part of what it reads). with_as_of=false leaves the as_of var out,
+    for a node whose output does not depend on it. -#}
 {% macro latecomer__inputs_fingerprint(with_as_of=true) %}
     {%- set parts = ['code=' ~ model.checksum.checksum, 'vars=' ~ tojson(model.config.meta),
                      'project=' ~ adapter.project_fingerprint()] -%}
     {%- if with_as_of -%}
         {%- do parts.append('as_of=' ~ (as_of_given() or run_started_at)) -%}
     {%- endif -%}
-    {%- set versions = latecomer__upstream_versions(model.depends_on.nodes) -%}
+    {%- set passed = [] -%}
+    {%- set versions = latecomer__upstream_versions(model.depends_on.nodes, passed=passed) -%}
     {%- if versions is none -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- for unique_id in passed | sort -%}
+        {%- do parts.append(unique_id ~ '=' ~ graph.nodes[unique_id].checksum.checksum) -%}
+    {%- endfor -%}
     {{ log(model.name ~ ': inputs ' ~ (parts + versions) | join('|')) }}
     {{ return(local_md5((parts + versions) | join('|'))) }}
 {% endmacro %}
@@ -168,11 +179,12 @@
 {#- 'relation=version' for each table behind `unique_ids`
     (latecomer__upstream_tables), in order, then, with_views, 'unique
     id=definition' for each view model on the way
-    (latecomer__current_view_definition); none when one cannot be read. -#}
-{% macro latecomer__upstream_versions(unique_ids, with_views=false) %}
+    (latecomer__current_view_definition); none when one cannot be read.
+    `passed`, when given, receives the view and ephemeral models on the way. -#}
+{% macro latecomer__upstream_versions(unique_ids, with_views=false, passed=none) %}
     {%- set views = [] -%}
     {%- set named = [] -%}
-    {%- for relation in latecomer__upstream_tables(unique_ids, views) | sort -%}
+    {%- for relation in latecomer__upstream_tables(unique_ids, views, passed) | sort -%}
         {%- do named.append((relation, current_table_version(relation))) -%}
     {%- endfor -%}
     {%- for unique_id in (views if with_views else []) | sort -%}
@@ -191,8 +203,9 @@
 
 {#- The tables behind `unique_ids` (models, snapshots, seeds, sources),
     following views and ephemeral models to the tables they read; the unique
-    ids of the view models passed on the way are added to `views`, when given. -#}
-{% macro latecomer__upstream_tables(unique_ids, views=none) %}
+    ids of the view models passed on the way are added to `views`, and those
+    of the view and ephemeral models to `passed`, when given. -#}
+{% macro latecomer__upstream_tables(unique_ids, views=none, passed=none) %}
     {%- set tables = [] -%}
     {%- set pending = unique_ids | list -%}
     {%- set seen = [] -%}
@@ -204,6 +217,9 @@
             {%- if node and node.resource_type in ('model', 'snapshot', 'seed')
                     and node.config.materialized in ('view', 'ephemeral') -%}
                 {%- do pending.extend(node.depends_on.nodes) -%}
+                {%- if passed is not none -%}
+                    {%- do passed.append(unique_id) -%}
+                {%- endif -%}
                 {%- if views is not none and node.config.materialized == 'view' -%}
                     {%- do views.append(unique_id) -%}
                 {%- endif -%}

@@ -5,7 +5,8 @@
     when the tables the snapshot reads are at the versions its last run
     read, there is nothing to insert or supersede. dbt-spark's
     materialization would still make a staging view, describe it and the
-    target, and drop the view; here nothing is run. The decision is the
+    target, and drop the view; here only the inputs' versions are read.
+    The decision is the
     recomputed materialization's (latecomer__recomputed_decision: the
     versions of the tables read, the snapshot's code and the project's vars,
     against the fingerprint recorded on the table as latecomer.inputs), and
