@@ -17,11 +17,13 @@ from typing import Any
 
 import tooling.bench
 from tooling.bench.config import (
+    AS_USERS_MODES,
     DBT_TARGETS,
     DEFAULT,
     FORMATS,
     LOOKBACK_PATCH,
     LOOKBACK_VAR,
+    NOTHING_NEW,
     OPTIONAL_VARIANTS,
     PATCHED,
     REPO_ROOT,
@@ -117,6 +119,20 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         help="messages in the Kafka-to-bronze throughput run, 0 for none "
         f"(tooling.bench.stream_ingest; default {preset.get('stream_events', 0):,}, --smoke none)",
     )
+    if not sweep:
+        parser.add_argument(
+            "--as-users",
+            type=int,
+            help="after the in-process runs, this many builds of the late batch and of nothing new, each "
+            "`dbt build` a new process as a schedule runs it, 0 for none "
+            f"(tooling.bench.as_users; default {DEFAULT['as_users']}, --smoke none)",
+        )
+        parser.add_argument(
+            "--as-users-modes",
+            default=",".join(AS_USERS_MODES),
+            help="how those builds run: cold (a new process each) and server (through a Thrift server, "
+            "Iceberg only) (default %(default)s)",
+        )
     parser.add_argument(
         "--no-tests",
         action="store_true",
@@ -235,7 +251,18 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False, table_format
         stream_events=preset.get("stream_events", 0) if args.stream_events is None else args.stream_events,
         stream_rate=preset.get("stream_rate", 2_000),
         stream_seconds=preset.get("stream_seconds", 20.0),
+        as_users=preset.get("as_users", 0) if getattr(args, "as_users", None) is None else args.as_users,
+        as_users_modes=as_users_modes(getattr(args, "as_users_modes", "")),
     )
+
+
+def as_users_modes(text: str) -> tuple[str, ...]:
+    """``--as-users-modes``: a comma-separated subset of AS_USERS_MODES."""
+    modes = tuple(mode.strip() for mode in text.split(",") if mode.strip())
+    unknown = sorted(set(modes) - set(AS_USERS_MODES))
+    if unknown:
+        raise ValueError(f"--as-users-modes {', '.join(unknown)}: choose among {', '.join(AS_USERS_MODES)}")
+    return modes
 
 
 def sweep_days(text: str) -> list[int]:
@@ -309,7 +336,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tooling.bench.runner import run_benchmark
 
             report = run_benchmark(spark, cfg, on_progress=lambda r: write_results(r, cfg.results_dir))
+            if cfg.as_users:
+                report["as_users"] = measure_as_users(spark, cfg, report)
             print_summary(report, write_results(report, cfg.results_dir))
     finally:
-        spark.stop()
+        from pyspark import SparkContext
+
+        if SparkContext._gateway is not None:  # the as-users phase ends the JVM itself
+            spark.stop()
     return 0
+
+
+def measure_as_users(spark: Any, cfg: BenchConfig, report: dict[str, Any]) -> dict[str, Any]:
+    """The as-users phase (tooling.bench.as_users), once this process's JVM,
+    and with it the embedded metastore, is gone."""
+    from tooling.bench import as_users
+    from tooling.bench.runner import bench_gate
+
+    as_users.stop_jvm(spark)
+    scale = cfg.scale
+
+    def vars_of(kind: str) -> tuple[str, dict[str, Any]]:
+        as_of = scale.initial_as_of if kind == NOTHING_NEW else scale.late_as_of
+        return as_of.isoformat(), {"publication_gate": bench_gate(cfg)}
+
+    return as_users.measure(cfg, report, vars_of, cfg.as_users, cfg.as_users_modes)

@@ -39,6 +39,9 @@ SQLMESH = "sqlmesh"
 PEERS = (MICROBATCH, SQLMESH)
 VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW, MICROBATCH)
 OPTIONAL_VARIANTS = (SQLMESH,)
+# How the as-users phase runs its builds (tooling.bench.as_users): each a new
+# process (a cold JVM), or a new dbt process through a Thrift server (a warm one).
+AS_USERS_MODES = ("cold", "server")
 # The incremental build of the project with --candidate-patch applied, from the
 # same starting tables: what a proposed change saves, and that gold is unchanged.
 PATCHED = "patched"
@@ -58,6 +61,9 @@ DEFAULT: dict[str, Any] = {
     "stream_events": 200_000,
     "stream_rate": 2_000,
     "stream_seconds": 20.0,
+    # The late batch and nothing new again, each dbt build a new process
+    # (tooling.bench.as_users): builds of each; 0: not measured.
+    "as_users": 3,
 }
 SMOKE: dict[str, Any] = {
     **DEFAULT,
@@ -69,6 +75,7 @@ SMOKE: dict[str, Any] = {
     "lookback_days": 4,
     "repeat": 1,
     "stream_events": 0,
+    "as_users": 0,
 }
 # python -m tooling.bench sweep: the same late batch at each history length.
 SWEEP: dict[str, Any] = {
@@ -126,6 +133,8 @@ class BenchConfig:
     stream_events: int = 0  # Kafka to bronze, measured with this many messages (0: not)
     stream_rate: int = 2_000
     stream_seconds: float = 20.0
+    as_users_modes: tuple[str, ...] = ()  # of AS_USERS_MODES
+    as_users: int = 0  # new-process builds of the late batch and of nothing new (tooling.bench.as_users)
     log: Callable[[str], None] = print
 
     def __post_init__(self) -> None:

@@ -381,6 +381,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         ),
         *_ratio_lines(summary.get("ratios", {}), labels),
         *_peer_lines(summary, labels, report.get("late_batch", {})),
+        *_as_users_lines(summary, report.get("as_users")),
         "",
         "## Rows read per model (medians)",
         "",
@@ -416,6 +417,47 @@ def render_markdown(report: dict[str, Any]) -> str:
     for model in models:
         lines.append(f"| {model} | " + " | ".join(cell(v, model) for v in variants) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _as_users_lines(summary: dict[str, Any], as_users: dict[str, Any] | None) -> list[str]:
+    """The late batch and nothing new in this process beside each `dbt build`
+    a new process, cold or through a Thrift server (tooling.bench.as_users)."""
+    measured = (as_users or {}).get("summary", {})
+    modes = [mode for mode in ("cold", "server") if measured.get(mode)]
+    if not modes:
+        return []
+    headers = {
+        "cold": "`dbt build` in a new process (cold JVM), s",
+        "server": "`dbt build` through a Thrift server (warm JVM; Python models left out), s",
+    }
+
+    def cell(times: dict[str, Any] | None) -> str:
+        if not times:
+            return "-"
+        low, high = fmt_num(times["build_seconds_min"], 1), fmt_num(times["build_seconds_max"], 1)
+        return f"{fmt_num(times['build_seconds'], 1)} ({low} - {high})"
+
+    kinds = (("incremental", "late batch"), (NOTHING_NEW, "nothing new"))
+    same = all(times["same_as_in_process"] for mode in modes for times in measured[mode].values())
+    return [
+        "",
+        "## As users run it (medians, min - max)",
+        "",
+        "In this process the JVM is warm after the initial build. A scheduled `dbt build` is a new process: "
+        "Python, dbt and a JVM start, and the JVM compiles the build's code as it goes. Through a running "
+        "Thrift server, dbt starts anew but the server's JVM stays warm (one untimed build of each kind "
+        "first). Each build is timed from its start to its exit, from the same starting tables; gold and "
+        "silver came out " + ("the same as in this process." if same else "**different from this process's**."),
+        "",
+        "| | in this process (warm JVM), s | " + " | ".join(headers[mode] for mode in modes) + " |",
+        "|---|---:|" + "---:|" * len(modes),
+        *[
+            f"| {label} | {cell(summary.get(kind))} | "
+            + " | ".join(cell(measured[mode].get(kind)) for mode in modes)
+            + " |"
+            for kind, label in kinds
+        ],
+    ]
 
 
 def _stream_lines(stream: dict[str, Any] | None, file_rate: float | None) -> list[str]:

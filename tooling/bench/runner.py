@@ -15,6 +15,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from tooling.bench import microbatch, sqlmesh_peer, stream_ingest
+from tooling.bench.as_users import restore_points
 from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
 from tooling.bench.config import (
     FLOOR,
@@ -299,6 +300,8 @@ def run_benchmark(
     log(f"bench: initial build {initial.seconds:.0f} s; landing the late batch")
     land_late(spark, cfg, fmt, history, landed, reused)
     late_start = {**baseline, **fmt.capture(fmt.bronze_tables(cfg.schema))}
+    # What the as-users phase puts back in processes of its own (tooling.bench.as_users).
+    report["restore_points"] = restore_points(late_start, baseline)
     report["late_batch"] = {
         "ingest": landed.late_ingest,
         "ingest_reused": reused,
