@@ -156,7 +156,9 @@ thrift-stop: install
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
 ##   vs the floor (a plain PySpark job), and a build with nothing new, on Iceberg and on Delta Lake side by side
-##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options)
+##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options);
+##   then the late batch and nothing new as users run them: each `dbt build` a new process, and through a
+##   Thrift server (BENCH_ARGS="--as-users 0" leaves that out)
 bench: install
 	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 

@@ -92,6 +92,8 @@ def latecomer_engine() -> Iterator[dict[str, Any]]:
                     "threads": 1,
                     "connect_retries": 3,
                     "connect_timeout": 5,
+                    # As the project's thrift target (profiles/profiles.yml).
+                    "poll_interval": 1,
                 }
             finally:
                 thrift_server.stop(io.StringIO())

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.pytest.fault_driver import ingest_args
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue, expected_state
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue, expected_state
 
 ROOT = Path(__file__).resolve().parents[2]
 LANDING = ROOT / "seeds" / "landing"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.pytest.conftest import Project
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 FIRST_DAY = datetime(2024, 5, 1, tzinfo=UTC)
 EVENT_DAYS = 6

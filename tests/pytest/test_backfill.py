@@ -2,7 +2,7 @@
 
 One deployment; the tests run in order, each building on the state the last
 one left. Expected answers come from the plain-Python reference
-(tests/pytest/reference.py) and from hand-written values, never from the SQL.
+(tooling/reference.py) and from hand-written values, never from the SQL.
 
     history  2023-12-31 .. 2024-01-03, landed more than 30 days late: held in
              quarantine by a normal build (beyond the last watermark tier);
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project, Webhook, version_count, version_parents
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 # (gold_daily_revenue_causes: its data test checks that the causes of every
 # step, backfills and replays among them, add up to the step)

@@ -5,6 +5,7 @@ tests/pytest/test_bench_smoke.py runs the microbatch peer."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -68,3 +69,38 @@ def test_sqlmesh_runs_the_next_day_over_the_same_dates_as_microbatch():
     as_of = datetime(2026, 1, 1, 6, 30, tzinfo=UTC)
     assert run_time(as_of) == datetime(2026, 1, 2, 0, 30, tzinfo=UTC)
     assert window_start(as_of, 2) == batch_window(as_of, 2)[0].date()
+
+
+def test_the_reference_gold_comes_from_the_event_files_as_landed(tmp_path):
+    """tooling.bench.checks.reference_gold: the plain-Python reference over a
+    run's event files, each at its arrival time, in gold_measures' shape;
+    other feeds are not events. Values worked out by hand."""
+    from tooling.bench.checks import reference_gold
+    from tooling.synthetic import Batch
+
+    def batch(name: str, arrival: datetime, rows: list[dict], feed: str = "events") -> Batch:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        return Batch("web", arrival, path, len(rows), feed)
+
+    def event(event_id: str, kind: str, amount: str, ts: str, **more) -> dict:
+        return {"event_id": event_id, "event_type": kind, "user_id": "u1", "amount": amount, "event_ts": ts, **more}
+
+    first = datetime(2026, 1, 3, tzinfo=UTC)
+    batches = [
+        batch("a.ndjson", first, [
+            event("o1", "order_placed", "10.00", "2026-01-01T10:00:00Z"),
+            event("o2", "order_placed", "7.50", "2026-01-02T10:00:00Z"),
+            event("r1", "refund", "2.50", "2026-01-02T11:00:00Z"),
+        ]),
+        # a day later: o1 corrected to 12.00, and a duplicate of o2 that changes nothing
+        batch("b.ndjson", datetime(2026, 1, 4, tzinfo=UTC), [
+            event("o1c", "order_placed", "12.00", "2026-01-01T10:00:00Z", is_correction=True, corrects_event_id="o1"),
+            event("o2", "order_placed", "7.50", "2026-01-02T10:00:00Z"),
+        ]),
+        batch("crm.ndjson", first, [{"customer_id": "u1", "tier": "gold"}], feed="customers"),
+    ]  # fmt: skip
+    assert reference_gold(batches) == {
+        "2026-01-01|web": [1, "12.00", "0", "12.00"],
+        "2026-01-02|web": [1, "7.50", "2.50", "5.00"],
+    }

@@ -174,7 +174,7 @@ def test_microbatch_peer_misses_the_late_dates_beyond_its_lookback(bench_run):
     beyond = sorted(d for d in report["late_batch"]["dates"] if d < window_start)
     assert beyond, "the late batch should reach beyond the microbatch lookback"
     wrong = report["summary"][f"{MICROBATCH}_wrong"]
-    assert wrong["reference"] == "incremental"
+    assert wrong["reference"] == "tooling/reference.py"
     emptied = [str(SCALE.date_of(SCALE.emptied_day))]
     assert emptied[0] >= window_start
     assert wrong["date_values"] == {"beyond_lookback": beyond, "emptied": emptied, "other": []}
@@ -184,6 +184,21 @@ def test_microbatch_peer_misses_the_late_dates_beyond_its_lookback(bench_run):
     # It wrote its own table only.
     assert set(run["versions_written"]) == {MICROBATCH_MODEL}
     assert "## The peers" in Path(bench_run["md"]).read_text()
+
+
+def test_every_latecomer_variant_publishes_the_reference_gold(bench_run):
+    """Each variant's gold daily revenue, row by row, against what the
+    plain-Python reference computes from the files landed (nothing_new's
+    without the late batch); the peer, checked the same way, is not right
+    everywhere, so the comparison can fail."""
+    report = bench_run["report"]
+    for run in report["runs"]:
+        if run["variant"] != MICROBATCH:
+            assert (run["variant"], run["wrong"]["dates"], run["wrong"]["rows"]) == (run["variant"], 0, 0)
+            assert run["wrong"]["dates_total"] >= SCALE.days - 1
+    assert run_of(report, MICROBATCH)["wrong"]["dates"] > 0
+    row = "| gold event dates wrong (rows), against tooling/reference.py | 0 (0) |"
+    assert row in Path(bench_run["md"]).read_text()
 
 
 def test_nothing_new_writes_no_table_version(bench_run):

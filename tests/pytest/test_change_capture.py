@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.pytest.conftest import Project
 from tests.pytest.event_rows import correction, event
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 SOURCE = "web"
 

@@ -16,7 +16,7 @@ import pytest
 from dbt.adapters.latecomer.connections import SessionCursor
 
 from tests.pytest.conftest import ROOT, TEST_FORMAT, Project, version_count
-from tests.pytest.reference import arrivals_from_lines, expected_daily_revenue, expected_state
+from tooling.reference import arrivals_from_lines, expected_daily_revenue, expected_state
 
 LANDING = ROOT / "seeds" / "landing"
 AS_OF = "2024-01-21T00:00:00+00:00"

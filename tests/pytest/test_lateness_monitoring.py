@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.pytest import reference, sample_build
+from tests.pytest import sample_build
 from tests.pytest.conftest import ROOT, Project
+from tooling import reference
 
 ALERT_TESTS = ("alert_late_share", "alert_p99_lateness", "alert_flow_interruption", "alert_quarantine_backlog")
 # The publication holds alert fires on held partitions (tests/pytest/test_publication_holds.py).

@@ -34,9 +34,9 @@ from typing import Any
 import pytest
 
 from tests.pytest.conftest import Project
-from tests.pytest.reference import expected_daily_revenue
 from tests.pytest.store_timeline import EVENT_DAYS, FIRST_DAY, Store, build_times, gate_checks, order, store_lines
 from tests.pytest.test_late_arrival_sample import expected_status
+from tooling.reference import expected_daily_revenue
 
 SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue +gold_rollup_revenue_causes"
 Money = tuple[int, Decimal, Decimal]  # orders, gross revenue, refunds

@@ -30,8 +30,8 @@ import pytest
 
 from python_jobs.landing import steward
 from tests.pytest.conftest import Project
-from tests.pytest.reference import Arrival, expected_daily_revenue
 from tests.pytest.store_timeline import Store, build_times, order, store_lines
+from tooling.reference import Arrival, expected_daily_revenue
 
 SELECT = "+gold_daily_revenue +gold_hourly_revenue +gold_weekly_revenue +gold_revenue_by_tier publication_holds"
 LAST_BUILD = build_times()[-1]

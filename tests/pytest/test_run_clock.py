@@ -23,7 +23,7 @@ import pytest
 from python_jobs.core import run_clock
 from tests.pytest.conftest import Project
 from tests.pytest.event_rows import event as order
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 NOON = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 

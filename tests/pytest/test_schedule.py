@@ -30,8 +30,8 @@ from typing import Any
 import pytest
 
 from tests.pytest.conftest import Project
-from tests.pytest.reference import expected_daily_revenue
 from tests.pytest.store_timeline import Line, Store, cents, gate_checks, order
+from tooling.reference import expected_daily_revenue
 
 SELECT = (
     "+gold_daily_revenue +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"

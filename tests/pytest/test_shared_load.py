@@ -44,7 +44,7 @@ from python_jobs.operations import metastore_class_path, metastore_state
 from tests.pytest.conftest import TEST_FORMAT, TEST_TARGET
 from tests.pytest.event_rows import correction
 from tests.pytest.load_driver import LANDERS
-from tests.pytest.reference import Arrival, arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "t_load"

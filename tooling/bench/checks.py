@@ -1,14 +1,17 @@
-"""What the variants must agree on: fingerprints of the tables they produce."""
+"""What the variants must agree on: fingerprints of the tables they produce,
+and the gold the plain-Python reference computes from the same files."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from tooling.bench.config import GOLD_MODEL
 from tooling.bench.state import TableFormat, TableState
+from tooling.reference import arrivals_from_lines, expected_daily_revenue
+from tooling.synthetic import Batch
 
 
 def gold_fingerprint(spark: SparkSession, schema: str, table: str | None = None) -> dict[str, Any]:
@@ -76,3 +79,19 @@ def silver_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
         """
     ).collect()[0]
     return row.asDict()
+
+
+def reference_gold(batches: Iterable[Batch]) -> dict[str, list[Any]]:
+    """``event_date|source_system`` -> orders, gross revenue, refunds and net
+    revenue, as tooling.reference computes them from the event files of
+    ``batches`` (each with its arrival time), in the shape of
+    tooling.bench.microbatch.gold_measures."""
+    arrivals = []
+    for batch in batches:
+        if batch.feed == "events":
+            lines = batch.path.read_text().splitlines()
+            arrivals += arrivals_from_lines(batch.source, batch.arrival_ts, batch.path.name, lines)
+    return {
+        f"{day}|{source}": [orders, str(gross), str(refunds), str(gross - refunds)]
+        for (day, source), (orders, gross, refunds) in expected_daily_revenue(arrivals).items()
+    }

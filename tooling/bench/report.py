@@ -25,7 +25,6 @@ from tooling.bench.config import (
     SQLMESH,
 )
 from tooling.bench.metrics import READ_TABLES, THREAD_ROLES
-from tooling.bench.microbatch import wrong_partitions
 
 
 @dataclass
@@ -51,9 +50,11 @@ class Measurement:
     floor: dict[str, Any] | None = None  # what the floor job did (tooling.bench.floor.FloorRun)
     # CPU of the run (tooling.bench.metrics.ProcessCounters).
     cpu: dict[str, float] = field(default_factory=dict)
-    # The dbt builds of the late batch and the peers: gold's measures per
-    # ``event_date|source_system`` (tooling.bench.microbatch.gold_measures).
+    # Gold's measures per ``event_date|source_system``
+    # (tooling.bench.microbatch.gold_measures), and where they differ from the
+    # plain-Python reference's (tooling.bench.microbatch.wrong_partitions).
     gold_measures: dict[str, list] | None = None
+    wrong: dict[str, Any] | None = None
     # A peer's table and the batches it ran (tooling.bench.microbatch).
     peer: dict[str, Any] | None = None
 
@@ -66,6 +67,8 @@ def _median(values: Iterable[float | int | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+# What every variant's gold is checked against.
+REFERENCE = "tooling/reference.py"
 # Node types that build tables: dbt models and the floor's steps.
 BUILDING = ("model", FLOOR)
 # Ratios reported: the incremental build against each of these.
@@ -155,6 +158,9 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
                 for table in READ_TABLES
             },
             "gold_fingerprints_agree": agree(m.gold_fingerprint for m in runs),
+            # Against the plain-Python reference: the most any run left wrong.
+            "wrong_dates": max((m.wrong["dates"] for m in runs if m.wrong), default=None),
+            "wrong_rows": max((m.wrong["rows"] for m in runs if m.wrong), default=None),
         }
     # The dbt builds of the late batch must agree; the floor is compared with
     # the incremental build, and nothing_new has no late batch.
@@ -182,26 +188,19 @@ def summarize(measurements: Sequence[Measurement], variants: Sequence[str]) -> d
 
 
 def check_peers(measurements: Sequence[Measurement]) -> dict[str, Any]:
-    """Each peer's gold against the reference: the gold of the dbt builds of
-    the late batch (incremental first), which agree with each other and with
-    the floor (all_variants_same_gold, floor_same_as_incremental). Per peer,
-    the wrong partitions of its last run (tooling.bench.microbatch.wrong_partitions)
-    and whether every run of it came out the same."""
-    reference = next(
-        (m for variant in SAME_RESULT for m in measurements if m.variant == variant and m.gold_measures is not None),
-        None,
-    )
+    """Per peer, the wrong partitions of its last run against the plain-Python
+    reference (tooling.reference), by cause, and whether every run of it came
+    out the same."""
     out: dict[str, Any] = {}
     for peer in PEERS:
-        runs = [m for m in measurements if m.variant == peer and m.peer and m.gold_measures is not None]
-        if not runs or reference is None or reference.gold_measures is None:
+        runs = [m for m in measurements if m.variant == peer and m.peer and m.wrong is not None]
+        if not runs:
             continue
-        window_start = runs[-1].peer["window"][0][:10]  # type: ignore[index]
         out[f"{peer}_wrong"] = {
-            "reference": reference.variant,
+            "reference": REFERENCE,
             "runs_agree": agree(m.gold_fingerprint for m in runs),
             "batches": next((n["batches"] for n in runs[-1].nodes.values() if n.get("batches") is not None), None),
-            **wrong_partitions(runs[-1].gold_measures or {}, reference.gold_measures, window_start),
+            **(runs[-1].wrong or {}),
         }
     return out
 
@@ -296,6 +295,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {label} | " + " | ".join(fn(summary[v]) for v in variants) + " |")
 
     row("build, s", lambda s: fmt_num(s["build_seconds"], 1))
+    row(
+        "gold event dates wrong (rows), against tooling/reference.py",
+        lambda s: f"{fmt_num(s.get('wrong_dates'))} ({fmt_num(s.get('wrong_rows'))})",
+    )
     row("build min - max, s", lambda s: f"{fmt_num(s['build_seconds_min'], 1)} - {fmt_num(s['build_seconds_max'], 1)}")
     row("Spark time, s", lambda s: fmt_num(s["spark_seconds"], 1))
     row("CPU, s (JVM + Python)", lambda s: fmt_num(s.get("cpu_seconds"), 1))
@@ -507,8 +510,8 @@ def _peer_lines(summary: dict[str, Any], labels: dict[str, str], late_batch: dic
         "",
         "Each builds gold daily revenue alone, from silver_events with the late batch applied (the silver "
         f"tables of the first incremental run); latecomer's incremental build spent {fmt_num(gold, 1)} s "
-        f"on {GOLD_MODEL}. Wrong partitions: the event dates where its gold differs from the reference (the "
-        "dbt builds of the late batch), by cause.",
+        f"on {GOLD_MODEL}. Wrong partitions: the event dates where its gold differs from the gold that the "
+        f"plain-Python reference ({REFERENCE}) computes from the same files, by cause.",
         "",
         "| peer | build, s | Spark time, s | batches | wrong dates / total | wrong rows | beyond its lookback "
         "| emptied batches | other | same gold every run |",

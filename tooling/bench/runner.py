@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from typing import Any
@@ -16,7 +16,13 @@ from pyspark.sql import SparkSession
 
 from tooling.bench import microbatch, sqlmesh_peer, stream_ingest
 from tooling.bench.as_users import restore_points
-from tooling.bench.checks import dates_written, gold_fingerprint, lookback_window, silver_fingerprint
+from tooling.bench.checks import (
+    dates_written,
+    gold_fingerprint,
+    lookback_window,
+    reference_gold,
+    silver_fingerprint,
+)
 from tooling.bench.config import (
     FLOOR,
     FORMAT_LABELS,
@@ -29,7 +35,6 @@ from tooling.bench.config import (
     OWN_PROJECT,
     PEERS,
     REPO_ROOT,
-    SAME_RESULT,
     SQLMESH,
     BenchConfig,
 )
@@ -57,6 +62,8 @@ OPEN_GATE = {
 }
 
 
+# The variants that build from the late batch (all but nothing_new), as references names them.
+LATE = "late"
 # Where the peers' tables are: <schema>_<layer>.
 PEER_LAYERS = (microbatch.LAYER, sqlmesh_peer.PHYSICAL_LAYER)
 # The runs whose silver the peers start from: they write silver_events in
@@ -84,9 +91,12 @@ def measure_variant(
     variant: str,
     start: dict[str, TableState],
     late_ingest: dict[str, Any],
+    reference: Mapping[str, list[Any]],
     sqlmesh: SqlmeshPeer | None = None,
 ) -> Measurement:
-    """Put every table back to ``start`` and run ``variant`` once."""
+    """Put every table back to ``start`` and run ``variant`` once; its gold
+    is compared with ``reference``, what tooling.reference computes from the
+    files landed."""
     scale = history.scale
     fmt.restore(start, cfg.schema)
     scans = ScanMetrics(spark, fmt.scan_node)
@@ -136,6 +146,7 @@ def measure_variant(
         seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
     cpu = counters.collect()
     reads = scans.collect()
+    measures = microbatch.gold_measures(spark, peer["table"] if peer else f"{cfg.schema}_gold.{GOLD_MODEL}")
     if not reads["bronze_events"]["complete"]:
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
     tables = {}
@@ -171,12 +182,8 @@ def measure_variant(
         failed_nodes=failed_nodes,
         floor=floor,
         cpu=cpu,
-        # What the peers' gold is checked against (report.summarize), per row.
-        gold_measures=(
-            microbatch.gold_measures(spark, peer["table"] if peer else f"{cfg.schema}_gold.{GOLD_MODEL}")
-            if variant in (*SAME_RESULT, *PEERS)
-            else None
-        ),
+        gold_measures=measures,
+        wrong=microbatch.wrong_partitions(measures, reference, peer["window"][0][:10] if peer else ""),
         peer=peer,
     )
 
@@ -236,6 +243,12 @@ def run_benchmark(
     t0 = time.perf_counter()
     history = generate(scale, cfg.data_dir)
     report["data"] = {**history.as_json(), "generate_seconds": round(time.perf_counter() - t0, 1)}
+    t0 = time.perf_counter()
+    # The gold every variant must publish, from the same files: without the
+    # late batch (nothing_new) and with it (the others).
+    references = {NOTHING_NEW: reference_gold(history.history), LATE: reference_gold([*history.history, *history.late])}
+    report["data"]["reference_seconds"] = round(time.perf_counter() - t0, 1)
+    log(f"bench: the plain-Python reference's gold, {report['data']['reference_seconds']:.0f} s")
 
     t0 = time.perf_counter()
     landed, reused = land_once(spark, cfg, fmt, history)
@@ -345,7 +358,10 @@ def run_benchmark(
                 microbatch.build_late_silver(cfg, {"as_of": scale.late_as_of.isoformat(), "publication_gate": gate})
                 peer_start = capture_peer_start("silver models", silver_fingerprint(spark, cfg.schema))
             start = baseline if variant == NOTHING_NEW else peer_start if variant in PEERS else late_start
-            m = measure_variant(spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, sqlmesh)
+            reference = references[NOTHING_NEW if variant == NOTHING_NEW else LATE]
+            m = measure_variant(
+                spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, reference, sqlmesh
+            )
             m.repeat = repeat + 1
             if variant in PEER_SILVER and set(PEERS) & set(cfg.variants) and peer_start is None:
                 peer_start = capture_peer_start(variant, m.silver_fingerprint)

@@ -1,6 +1,7 @@
 """A plain-Python statement of latecomer's late-data rules, written from the
 specification and independent of the SQL models, used to compute expected
-answers for the scenario tests. Kept deliberately naive: no Spark, no SQL.
+answers for the scenario tests and the gold the benchmark's variants must
+publish. Kept deliberately naive: no Spark, no SQL.
 """
 
 from __future__ import annotations
