@@ -81,12 +81,12 @@ def test_a_build_is_checked_against_every_in_process_run_of_its_kind():
         ]
     }
     expected = {kind: as_users._in_process_prints(report, kind) for kind in as_users.KINDS}
-    runs = [{"kind": "incremental"}]
+    runs = [{"mode": "cold", "kind": "incremental"}]
     # as the restore child writes them: through JSON, the decimal as text
     as_users._check(runs, {"gold": {"rows": 5, "net_revenue": "10.50"}, "silver": {"rows": 9}}, expected)
     assert runs[0]["same_as_in_process"] is True
-    runs = [{"kind": NOTHING_NEW}]
-    with pytest.raises(RuntimeError, match="other tables than in process"):
+    runs = [{"mode": "server", "kind": NOTHING_NEW}]
+    with pytest.raises(RuntimeError, match=r"nothing_new, server\) left other tables than in process"):
         as_users._check(runs, {"gold": {"rows": 5}, "silver": {"rows": 8}}, expected)
     assert runs[0]["same_as_in_process"] is False
 

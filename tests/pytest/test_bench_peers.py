@@ -72,10 +72,10 @@ def test_sqlmesh_runs_the_next_day_over_the_same_dates_as_microbatch():
 
 
 def test_the_reference_gold_comes_from_the_event_files_as_landed(tmp_path):
-    """tooling.bench.checks.reference_gold: the plain-Python reference over a
-    run's event files, each at its arrival time, in gold_measures' shape;
-    other feeds are not events. Values worked out by hand."""
-    from tooling.bench.checks import reference_gold
+    """tooling.bench.checks: the plain-Python reference over a run's event
+    files, each at its arrival time, in gold_measures' shape; other feeds are
+    not events. Values worked out by hand."""
+    from tooling.bench.checks import event_arrivals, reference_gold
     from tooling.synthetic import Batch
 
     def batch(name: str, arrival: datetime, rows: list[dict], feed: str = "events") -> Batch:
@@ -100,7 +100,7 @@ def test_the_reference_gold_comes_from_the_event_files_as_landed(tmp_path):
         ]),
         batch("crm.ndjson", first, [{"customer_id": "u1", "tier": "gold"}], feed="customers"),
     ]  # fmt: skip
-    assert reference_gold(batches) == {
+    assert reference_gold(event_arrivals(batches)) == {
         "2026-01-01|web": [1, "12.00", "0", "12.00"],
         "2026-01-02|web": [1, "7.50", "2.50", "5.00"],
     }

@@ -153,7 +153,8 @@ def _cold(
         for kind in order(number):
             _check(runs, _restore(cfg, points, kind, work, check=bool(runs)), expected)
             cfg.log(f"bench: as users run it, {number + 1}/{repeat}: {kind}, dbt build in a new process")
-            seconds = _timed_build(build_command(cfg, vars_of(kind)[1], target_path), env, vars_of(kind)[0], kind)
+            as_of, vars = vars_of(kind)
+            seconds = _timed_build(build_command(cfg, vars, target_path), target_path, env, as_of, f"{kind}, {COLD}")
             runs.append({"mode": COLD, "kind": kind, "repeat": number + 1, "seconds": seconds})
     # The last build's result is read, and the late batch's start put back, as the in-process runs leave it.
     _check(runs, _restore(cfg, points, LATE, work, check=bool(runs)), expected)
@@ -187,13 +188,14 @@ def _server(
         runs: list[dict[str, Any]] = []
         for number in range(-1, repeat):  # -1: the warm-up, untimed
             for kind in order(max(number, 0)):
-                _check(runs, _put_back(sql, fmt, cfg.schema, report["restore_points"][kind], bool(runs)), expected)
+                _check(runs, put_back(sql, fmt, cfg.schema, report["restore_points"][kind], bool(runs)), expected)
                 cfg.log(f"bench: as users run it, {'warm-up' if number < 0 else f'{number + 1}/{repeat}'}: "
                         f"{kind}, dbt build through a Thrift server")  # fmt: skip
-                seconds = _timed_build(command(vars_of(kind)[1]), env, vars_of(kind)[0], kind)
+                as_of, vars = vars_of(kind)
+                seconds = _timed_build(command(vars), target_path, env, as_of, f"{kind}, {SERVER}")
                 run = {"mode": SERVER, "kind": kind, "repeat": number + 1, "seconds": seconds}
                 runs.append(run | ({"warm_up": True} if number < 0 else {}))
-        _check(runs, _put_back(sql, fmt, cfg.schema, report["restore_points"][LATE], True), expected)
+        _check(runs, put_back(sql, fmt, cfg.schema, report["restore_points"][LATE], True), expected)
         connection.close()
     finally:
         subprocess.run([*server, "stop"], env=env, check=False)
@@ -205,9 +207,9 @@ def _user_env(cfg: BenchConfig) -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key != "PYSPARK_SUBMIT_ARGS"} | {SCHEMA_ENV: cfg.schema}
 
 
-def _timed_build(command: list[str], env: Mapping[str, str], as_of: str, kind: str) -> float:
-    """Run one build, from its start to its exit; a failed node fails the benchmark."""
-    target_path = Path(command[command.index("--target-path") + 1])
+def _timed_build(command: list[str], target_path: Path, env: Mapping[str, str], as_of: str, label: str) -> float:
+    """Run one build (``command``, writing to ``target_path``), from its start
+    to its exit; a failed node fails the benchmark."""
     (target_path / "run_results.json").unlink(missing_ok=True)
     started = time.perf_counter()
     done = subprocess.run(command, env={**env, AS_OF_ENV: as_of})
@@ -216,8 +218,7 @@ def _timed_build(command: list[str], env: Mapping[str, str], as_of: str, kind: s
     results = target_path / "run_results.json"
     failing = failed_nodes(results) if results.exists() else ["no run_results.json"]
     if done.returncode != 0 or failing:
-        raise RuntimeError(f"dbt build ({kind}, {command[command.index('--target') + 1]}) failed "
-                           f"(exit {done.returncode}): {failing}")  # fmt: skip
+        raise RuntimeError(f"dbt build ({label}) failed (exit {done.returncode}): {failing}")
     return seconds
 
 
@@ -262,7 +263,7 @@ def _check(runs: list[dict[str, Any]], prints: dict[str, Any] | None, expected: 
     last["same_as_in_process"] = bool(expected[last["kind"]]) and all(prints == e for e in expected[last["kind"]])
     if not last["same_as_in_process"]:
         raise RuntimeError(
-            f"dbt build ({last['kind']}, new process) left other tables than in process: {prints} "
+            f"dbt build ({last['kind']}, {last['mode']}) left other tables than in process: {prints} "
             f"against {expected[last['kind']]}"
         )
 
@@ -285,17 +286,14 @@ def _restore(cfg: BenchConfig, points: Path, kind: str, work: Path, check: bool)
 def restore(table_format: str, schema: str, points: Path, kind: str, fingerprints: Path | None) -> None:
     """The child's work: read the fingerprints (when asked), then put back."""
     from python_jobs.core.spark_config import get_spark
-    from tooling.bench.checks import gold_fingerprint, silver_fingerprint
     from tooling.bench.formats import table_format as format_of
 
     spark = get_spark(table_format, jvm_profile="short")
     try:
-        if fingerprints is not None:
-            prints = {"gold": gold_fingerprint(spark, schema), "silver": silver_fingerprint(spark, schema)}
-            fingerprints.write_text(json.dumps(_as_json(prints)))
-        fmt = format_of(spark, table_format)
         pointers = json.loads(points.read_text())[kind]
-        fmt.restore({table: fmt.state_of_pointer(table, pointer) for table, pointer in pointers.items()}, schema)
+        prints = put_back(spark, format_of(spark, table_format), schema, pointers, fingerprints is not None)
+        if fingerprints is not None:
+            fingerprints.write_text(json.dumps(prints))
     finally:
         spark.stop()
 
@@ -332,13 +330,15 @@ class ServerSql:
         self.sql("clear cache")
 
 
-def _put_back(sql: ServerSql, fmt: Any, schema: str, pointers: Mapping[str, str], check: bool) -> dict[str, Any] | None:
-    """Through the server: the fingerprints (with ``check``), then the tables put back."""
+def put_back(session: Any, fmt: Any, schema: str, pointers: Mapping[str, str], check: bool) -> dict[str, Any] | None:
+    """On ``session`` (a SparkSession, or :class:`ServerSql`): with ``check``,
+    the gold and silver fingerprints the tables have, as JSON reads them
+    back; then every table put back to its pointer (``fmt``'s restore)."""
     from tooling.bench.checks import gold_fingerprint, silver_fingerprint
 
     prints = None
     if check:
-        prints = _as_json({"gold": gold_fingerprint(sql, schema), "silver": silver_fingerprint(sql, schema)})  # type: ignore[arg-type]
+        prints = _as_json({"gold": gold_fingerprint(session, schema), "silver": silver_fingerprint(session, schema)})
     fmt.restore({table: fmt.state_of_pointer(table, pointer) for table, pointer in pointers.items()}, schema)
     return prints
 

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from tooling.bench.config import GOLD_MODEL
 from tooling.bench.state import TableFormat, TableState
-from tooling.reference import arrivals_from_lines, expected_daily_revenue
+from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 from tooling.synthetic import Batch
 
 
@@ -81,16 +81,21 @@ def silver_fingerprint(spark: SparkSession, schema: str) -> dict[str, Any]:
     return row.asDict()
 
 
-def reference_gold(batches: Iterable[Batch]) -> dict[str, list[Any]]:
-    """``event_date|source_system`` -> orders, gross revenue, refunds and net
-    revenue, as tooling.reference computes them from the event files of
-    ``batches`` (each with its arrival time), in the shape of
-    tooling.bench.microbatch.gold_measures."""
+def event_arrivals(batches: Iterable[Batch]) -> list[Arrival]:
+    """The arrivals of the event files of ``batches``, each at its arrival
+    time, as tooling.reference reads them (other feeds are not events)."""
     arrivals = []
     for batch in batches:
         if batch.feed == "events":
             lines = batch.path.read_text().splitlines()
             arrivals += arrivals_from_lines(batch.source, batch.arrival_ts, batch.path.name, lines)
+    return arrivals
+
+
+def reference_gold(arrivals: list[Arrival]) -> dict[str, list[Any]]:
+    """``event_date|source_system`` -> orders, gross revenue, refunds and net
+    revenue, as tooling.reference computes them from ``arrivals``, in the
+    shape of tooling.bench.microbatch.gold_measures."""
     return {
         f"{day}|{source}": [orders, str(gross), str(refunds), str(gross - refunds)]
         for (day, source), (orders, gross, refunds) in expected_daily_revenue(arrivals).items()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tooling.bench.config import (
+    AS_USERS_MODES,
     FLOOR,
     FORMAT_LABELS,
     GOLD_MODEL,
@@ -426,7 +427,7 @@ def _as_users_lines(summary: dict[str, Any], as_users: dict[str, Any] | None) ->
     """The late batch and nothing new in this process beside each `dbt build`
     a new process, cold or through a Thrift server (tooling.bench.as_users)."""
     measured = (as_users or {}).get("summary", {})
-    modes = [mode for mode in ("cold", "server") if measured.get(mode)]
+    modes = [mode for mode in AS_USERS_MODES if measured.get(mode)]
     if not modes:
         return []
     headers = {
