@@ -7,15 +7,19 @@ first; when one ends the next starts:
   iceberg            the project's tests (tests/pytest) on Iceberg: the
                      plain-Python logic, rendering and parsing, the
                      scenarios, the standalone cluster and the benchmark's
-                     smoke run, but for PROCESS_TESTS;
+                     smoke run, but for PROCESS_TESTS and HISTORY_TESTS;
   delta              the core scenarios again on Delta Lake (DELTA_SCENARIOS);
   adapter-delta      dbt's adapter conformance suite (tests/adapter) on Delta,
                      but for ADAPTER_FORMAT_NEUTRAL;
+  iceberg-histories  HISTORY_TESTS on Iceberg: the 45-day schedule, the
+                     backfills and the period close;
   iceberg-processes  PROCESS_TESTS on Iceberg: the tests that start processes
                      of their own (the fault injection, the Thrift server, the
                      shared catalog and its load test, the streams and their
                      Kafka broker);
-  adapter-iceberg    dbt's adapter suite on Iceberg, on the session target;
+  adapter-iceberg    dbt's adapter suite on Iceberg, on the session target,
+                     its expressions compiled (the others' small stores
+                     interpret them: spark_config.codegen_mode);
   adapter-iceberg-thrift  its basic suite on a Thrift server.
 
 Why so: a build on two cores keeps the machine about two-thirds busy, so two
@@ -64,6 +68,14 @@ PROCESS_TESTS = (
     "tests/pytest/test_shared_metastore.py",
     "tests/pytest/test_stream.py",
     "tests/pytest/test_thrift_server.py",
+)
+# The project's scenarios over long histories, a step of their own: in one
+# step with the rest, Iceberg's run was the suite's longest by far, and the
+# queue could not even out its two lanes.
+HISTORY_TESTS = (
+    "tests/pytest/test_backfill.py",
+    "tests/pytest/test_period_close.py",
+    "tests/pytest/test_schedule.py",
 )
 # dbt's conformance cases that run on Iceberg only: they read, list or show
 # relations the same way on both formats (caching, dbt show, --empty,
@@ -157,11 +169,13 @@ def start_next(steps: Sequence[Step]) -> bool:
     return all(step.poll() is not None for step in steps)
 
 
-def adapter_step(table_format: str, target: str = "session", leave_out: Sequence[str] = ()) -> Step:
+def adapter_step(
+    table_format: str, target: str = "session", leave_out: Sequence[str] = (), env: dict[str, str] | None = None
+) -> Step:
     """dbt's adapter conformance suite (tests/adapter) on one format and target."""
     name = f"adapter-{table_format}" + ("" if target == "session" else f"-{target}")
     args = ["tests/adapter", *(f"--ignore={path}" for path in leave_out)]
-    return Step(name, args, {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target})
+    return Step(name, args, {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target, **(env or {})})
 
 
 def planned_steps(args: Sequence[str]) -> list[Step]:
@@ -173,11 +187,15 @@ def planned_steps(args: Sequence[str]) -> list[Step]:
     if args:
         return [Step("iceberg", list(args), iceberg_env), delta]
     return [
-        Step("iceberg", ["tests/pytest", *(f"--ignore={path}" for path in PROCESS_TESTS)], iceberg_env),
+        Step("iceberg", ["tests/pytest", *(f"--ignore={path}" for path in PROCESS_TESTS + HISTORY_TESTS)], iceberg_env),
         delta,
         adapter_step("delta", leave_out=ADAPTER_FORMAT_NEUTRAL),
+        Step("iceberg-histories", list(HISTORY_TESTS), iceberg_env),
         Step("iceberg-processes", list(PROCESS_TESTS), iceberg_env),
-        adapter_step("iceberg"),
+        # The suite's stores are small, so its sessions interpret expressions
+        # (spark_config.codegen_mode); this one compiles them, as a large
+        # store's and the Thrift server's sessions do.
+        adapter_step("iceberg", env={"LATECOMER_CODEGEN": "compiled"}),
         adapter_step("iceberg", "thrift"),
     ]
 

@@ -30,6 +30,13 @@ Environment variables (all optional):
     command's session on a local master takes ``short`` while its local
     warehouse holds less than ``SHORT_STORE_BYTES``, else ``job``
     (:func:`command_profile`).
+``LATECOMER_CODEGEN``
+    How Spark evaluates expressions (``CODEGEN_MODES``): ``compiled``, its
+    default, generates and compiles Java code for each query's stages and
+    expressions; ``interpreted`` evaluates them as they are. Unset, a
+    command's session on a local master whose local warehouse holds less
+    than ``SHORT_STORE_BYTES`` takes ``interpreted``, any other session
+    (the Thrift server's included) ``compiled`` (:func:`codegen_mode`).
 ``LATECOMER_JAVA_OPTIONS``
     More options for the driver JVM, after the profile's (later options win).
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
@@ -120,6 +127,24 @@ JVM_PROFILES = {
     "job": ("-XX:+UseParallelGC",),
     "short": ("-XX:+UseParallelGC", "-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"),
     "server": (),
+}
+# How a session evaluates expressions (LATECOMER_CODEGEN, codegen_mode):
+#   compiled     Spark's default: each stage of a query is generated as Java
+#                code and compiled (whole-stage code generation), as is each
+#                projection and predicate a task evaluates.
+#   interpreted  neither: the stages run operator by operator and the
+#                expressions are evaluated as trees. Over the sample's few
+#                hundred rows a build spends more generating code than
+#                running it: test_late_arrival_sample.py's builds took
+#                17.6 s each compiled and 12.6 s interpreted on Iceberg,
+#                29.9 s and 17.1 s on Delta (docs/table-formats.md). A
+#                Dataset decoded into Java objects fails in it
+#                (spark.catalog.listTables: "argument type mismatch"), so it
+#                is a command's setting, never the Thrift server's.
+CODEGEN_MODES = ("compiled", "interpreted")
+INTERPRETED_SETTINGS = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
 COMMAND_PROFILES = ("job", "short")
@@ -328,20 +353,16 @@ def format_jars(used_by: str) -> list[str]:
     return [str(folder / jar.file_name) for jar in needed]
 
 
-def command_profile(master: str, warehouse: str, limit: int | None = None) -> str:
-    """The profile of a command's session when ``LATECOMER_JVM_PROFILE`` is unset.
-
-    ``short`` on a local master whose local warehouse holds less than
-    ``limit`` bytes (:data:`SHORT_STORE_BYTES`): a build there reads little and
-    ends before the optimising compiler repays its CPU. ``job`` otherwise, a
-    cluster and a warehouse on another file system included. The walk stops
-    as soon as ``limit`` is reached, so a large warehouse costs a few
-    directory listings.
+def small_local_store(master: str, warehouse: str, limit: int | None = None) -> bool:
+    """Whether a local master's local warehouse holds less than ``limit``
+    bytes (:data:`SHORT_STORE_BYTES`). False on a cluster and for a warehouse
+    on another file system. The walk stops as soon as ``limit`` is reached,
+    so a large warehouse costs a few directory listings.
     """
     limit = SHORT_STORE_BYTES if limit is None else limit
     folder = local_folder(warehouse)
     if not master.startswith("local") or folder is None:
-        return "job"
+        return False
     total = 0
     for root, _, files in os.walk(folder):
         for name in files:
@@ -350,8 +371,39 @@ def command_profile(master: str, warehouse: str, limit: int | None = None) -> st
             except OSError:
                 continue  # removed meanwhile by another process
             if total >= limit:
-                return "job"
-    return "short"
+                return False
+    return True
+
+
+def command_profile(master: str, warehouse: str, limit: int | None = None) -> str:
+    """The profile of a command's session when ``LATECOMER_JVM_PROFILE`` is unset.
+
+    ``short`` on a small local store (:func:`small_local_store`): a build
+    there reads little and ends before the optimising compiler repays its
+    CPU. ``job`` otherwise.
+    """
+    return "short" if small_local_store(master, warehouse, limit) else "job"
+
+
+def codegen_mode(master: str, warehouse: str, jvm_profile: str | None = None) -> str:
+    """How a session evaluates expressions: ``LATECOMER_CODEGEN``, else
+    ``interpreted`` for a command's session on a small local store
+    (:func:`small_local_store`) and ``compiled`` for any other.
+
+    A query over a few hundred rows spends more generating and compiling its
+    code than running it; a build runs hundreds such queries, and Delta's
+    own queries over its log build wide projections for each
+    (docs/table-formats.md). The Thrift server (``jvm_profile="server"``)
+    stays compiled: BI tools read through it, at any size.
+    """
+    mode = os.environ.get("LATECOMER_CODEGEN")
+    if mode:
+        if mode not in CODEGEN_MODES:
+            raise SparkConfigError(f"Unknown LATECOMER_CODEGEN {mode!r}; choose one of {', '.join(CODEGEN_MODES)}.")
+        return mode
+    if jvm_profile == "server" or not small_local_store(master, warehouse):
+        return "compiled"
+    return "interpreted"
 
 
 def class_archive_options(master: str, jvm_profile: str) -> list[str]:
@@ -394,6 +446,7 @@ def spark_conf(
     warehouse = warehouse_location()
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     master = master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]")
+    codegen = codegen_mode(master, warehouse, jvm_profile)
     jvm_profile = jvm_profile or command_profile(master, warehouse)
     conf = {
         "spark.master": master,
@@ -430,6 +483,8 @@ def spark_conf(
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},
     }
+    if codegen == "interpreted":
+        conf.update(INTERPRETED_SETTINGS)
     conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
     if master.startswith("local") and FORKLESS_FS_JAR.exists():
         # Only the driver's class path holds the jar: on a cluster, executors

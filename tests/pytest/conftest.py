@@ -197,6 +197,18 @@ MODULE_SCHEMA = "t_module"
 GATE_OVERRIDE = {"publication_gate_override": "checked by hand"}
 
 
+def tables_in(spark: SparkSession, database: str, views: bool = False) -> list[str]:
+    """The tables of a database (and its views, with ``views``), by name;
+    never the session's temporary views. In SQL, not ``spark.catalog.listTables``,
+    whose Python objects a session with interpreted expressions cannot decode
+    (spark_config.CODEGEN_MODES)."""
+    listed = [row.tableName for row in spark.sql(f"show tables in {database}").collect() if not row.isTemporary]
+    if views:
+        return listed
+    view_names = {row.viewName for row in spark.sql(f"show views in {database}").collect()}
+    return [name for name in listed if name not in view_names]
+
+
 def version_count(spark: SparkSession, table: str) -> int:
     """How many versions ``table`` has: Iceberg's snapshots, Delta's commits (DESCRIBE HISTORY)."""
     if TEST_FORMAT == "delta":

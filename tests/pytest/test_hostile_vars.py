@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from python_jobs.landing import steward
-from tests.pytest.conftest import Project
+from tests.pytest.conftest import Project, tables_in
 
 ACTOR = "O'Brien \\ \"ops\""
 REASON = "partner's \"resend\" \\ day 2"
@@ -45,10 +45,7 @@ def test_unusable_run_vars_fail_before_anything_runs(project: Project, run_vars:
     assert any(message in line for line in project.messages), project.messages[-10:]
     # dbt creates the selection's schema before on-run-start; no table may follow.
     bronze = f"{project.schema}_bronze"
-    # (listTables also lists the session's temporary views, whatever the database)
-    assert not project.spark.catalog.databaseExists(bronze) or [
-        table.name for table in project.spark.catalog.listTables(bronze) if not table.isTemporary
-    ] == []
+    assert not project.spark.catalog.databaseExists(bronze) or tables_in(project.spark, bronze, views=True) == []
 
 
 def test_as_of_given_twice_and_different_fails(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 from dbt.adapters.latecomer.connections import SessionCursor
 
-from tests.pytest.conftest import ROOT, TEST_FORMAT, Project, version_count
+from tests.pytest.conftest import ROOT, TEST_FORMAT, Project, tables_in, version_count
 from tooling.reference import arrivals_from_lines, expected_daily_revenue, expected_state
 
 LANDING = ROOT / "seeds" / "landing"
@@ -410,10 +410,10 @@ def published_state(project: Project) -> dict[str, tuple[str, list[str]]]:
     and a RESTORE is a version of its own): a digest of its rows."""
     state = {}
     for layer in ("gold", "audit"):
-        for table in project.spark.catalog.listTables(f"{project.schema}_{layer}"):
-            if table.tableType == "VIEW" or table.isTemporary or table.name in UNSTAGED_LOGS:
+        for name in tables_in(project.spark, f"{project.schema}_{layer}"):
+            if name in UNSTAGED_LOGS:
                 continue
-            full = f"{project.schema}_{layer}.{table.name}"
+            full = f"{project.schema}_{layer}.{name}"
             if TEST_FORMAT == "delta":
                 digest = project.spark.sql(f"select count(*), sum(cast(hash(*) as bigint)) from {full}").first()
                 state[full] = (str(tuple(digest)), ["main"])

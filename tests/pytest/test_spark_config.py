@@ -77,6 +77,48 @@ def test_without_a_choice_a_small_local_store_takes_the_short_profile(
     assert "-XX:TieredStopAtLevel=1" not in driver_options(master="local[2]"), "the environment's choice wins"
 
 
+def test_a_command_on_a_small_local_store_interprets_its_expressions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("LATECOMER_CODEGEN", raising=False)
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
+    for jar in spark_config.JARS:
+        (tmp_path / jar.file_name).touch()
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "s_gold.db").mkdir(parents=True)
+    (warehouse / "s_gold.db" / "part-0.parquet").write_bytes(b"x" * 1000)
+    monkeypatch.setenv("LATECOMER_WAREHOUSE", str(warehouse))
+    interpreted = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+    def codegen(**kwargs: str) -> dict[str, str]:
+        conf = spark_config.spark_conf("iceberg", **kwargs)
+        return {key: conf[key] for key in interpreted if key in conf}
+
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1001)
+    assert codegen(master="local[2]") == interpreted
+    assert codegen(master="local[2]", jvm_profile="job") == interpreted, "the store decides, not the JVM profile"
+    assert codegen(master="local[2]", jvm_profile="server") == {}, "the Thrift server compiles"
+    assert codegen(master="spark://127.0.0.1:7077") == {}
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1000)
+    assert codegen(master="local[2]") == {}, "a store of the limit's size compiles"
+    monkeypatch.setenv("LATECOMER_CODEGEN", "interpreted")
+    assert codegen(master="local[2]", jvm_profile="server") == interpreted, "the environment's choice wins"
+    monkeypatch.setenv("LATECOMER_CODEGEN", "compiled")
+    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1001)
+    assert codegen(master="local[2]") == {}
+    monkeypatch.setenv("LATECOMER_CODEGEN", "fast")
+    with pytest.raises(spark_config.SparkConfigError, match="'fast'; choose one of compiled, interpreted"):
+        codegen(master="local[2]")
+
+
+def test_the_session_evaluates_expressions_as_its_store_chose(spark: SparkSession) -> None:
+    # The suite's stores are small: interpreted, unless the environment says otherwise.
+    expected = os.environ.get("LATECOMER_CODEGEN") or "interpreted"
+    factory = spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK")
+    whole_stage = spark.conf.get("spark.sql.codegen.wholeStage", "true")
+    assert (factory, whole_stage) == (("NO_CODEGEN", "false") if expected == "interpreted" else ("FALLBACK", "true"))
+
+
 def test_the_session_jvm_runs_with_its_profile(spark: SparkSession) -> None:
     profile = os.environ.get("LATECOMER_JVM_PROFILE") or "job"
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
