@@ -31,12 +31,11 @@ Environment variables (all optional):
     warehouse holds less than ``SHORT_STORE_BYTES``, else ``job``
     (:func:`command_profile`).
 ``LATECOMER_CODEGEN``
-    How Spark evaluates expressions (``CODEGEN_MODES``): ``compiled``, its
+    How Spark evaluates expressions (``CODEGEN_MODES``): ``compiled``, the
     default, generates and compiles Java code for each query's stages and
-    expressions; ``interpreted`` evaluates them as they are. Unset, a
-    command's session on a local master whose local warehouse holds less
-    than ``SHORT_STORE_BYTES`` takes ``interpreted``, any other session
-    (the Thrift server's included) ``compiled`` (:func:`codegen_mode`).
+    expressions; ``interpreted`` evaluates them as they are, quicker for a
+    command's session over a few hundred rows. The Thrift server always
+    compiles (:func:`codegen_mode`).
 ``LATECOMER_JAVA_OPTIONS``
     More options for the driver JVM, after the profile's (later options win).
 ``LATECOMER_EXECUTOR_MEMORY``, ``LATECOMER_EXECUTOR_CORES``, ``LATECOMER_EXECUTOR_INSTANCES``
@@ -137,10 +136,12 @@ JVM_PROFILES = {
 #                hundred rows a build spends more generating code than
 #                running it: test_late_arrival_sample.py's builds took
 #                17.6 s each compiled and 12.6 s interpreted on Iceberg,
-#                29.9 s and 17.1 s on Delta (docs/table-formats.md). A
-#                Dataset decoded into Java objects fails in it
-#                (spark.catalog.listTables: "argument type mismatch"), so it
-#                is a command's setting, never the Thrift server's.
+#                29.9 s and 17.1 s on Delta (docs/table-formats.md). Not a
+#                default: the 45-day schedule test's builds, over thousands
+#                of events, were not faster, and a Dataset decoded into Java
+#                objects fails in it (spark.catalog.listTables: "argument
+#                type mismatch"). The suite runs Delta's steps with it; the
+#                Thrift server always compiles.
 CODEGEN_MODES = ("compiled", "interpreted")
 INTERPRETED_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
@@ -385,25 +386,16 @@ def command_profile(master: str, warehouse: str, limit: int | None = None) -> st
     return "short" if small_local_store(master, warehouse, limit) else "job"
 
 
-def codegen_mode(master: str, warehouse: str, jvm_profile: str | None = None) -> str:
+def codegen_mode(jvm_profile: str | None = None) -> str:
     """How a session evaluates expressions: ``LATECOMER_CODEGEN``, else
-    ``interpreted`` for a command's session on a small local store
-    (:func:`small_local_store`) and ``compiled`` for any other.
-
-    A query over a few hundred rows spends more generating and compiling its
-    code than running it; a build runs hundreds such queries, and Delta's
-    own queries over its log build wide projections for each
-    (docs/table-formats.md). The Thrift server (``jvm_profile="server"``)
-    stays compiled: BI tools read through it, at any size.
+    ``compiled``, Spark's default. The Thrift server (``jvm_profile="server"``)
+    compiles whatever the environment says: BI tools read through it, at any
+    size, and some of their calls fail interpreted (``CODEGEN_MODES``).
     """
-    mode = os.environ.get("LATECOMER_CODEGEN")
-    if mode:
-        if mode not in CODEGEN_MODES:
-            raise SparkConfigError(f"Unknown LATECOMER_CODEGEN {mode!r}; choose one of {', '.join(CODEGEN_MODES)}.")
-        return mode
-    if jvm_profile == "server" or not small_local_store(master, warehouse):
-        return "compiled"
-    return "interpreted"
+    mode = os.environ.get("LATECOMER_CODEGEN") or "compiled"
+    if mode not in CODEGEN_MODES:
+        raise SparkConfigError(f"Unknown LATECOMER_CODEGEN {mode!r}; choose one of {', '.join(CODEGEN_MODES)}.")
+    return "compiled" if jvm_profile == "server" else mode
 
 
 def class_archive_options(master: str, jvm_profile: str) -> list[str]:
@@ -437,6 +429,8 @@ def spark_conf(
         raise SparkConfigError(f"Unknown connector {unknown[0]!r}; choose among {', '.join(CONNECTORS)}.")
     if table_format not in TABLE_FORMATS:
         raise SparkConfigError(f"Unknown table format {table_format!r}; choose one of {', '.join(TABLE_FORMATS)}.")
+    # The Thrift server asks for its profile: it is a server whatever JVM options the environment gives it.
+    server = jvm_profile == "server"
     jvm_profile = os.environ.get("LATECOMER_JVM_PROFILE") or jvm_profile
     if jvm_profile is not None and jvm_profile not in JVM_PROFILES:
         raise SparkConfigError(
@@ -446,7 +440,7 @@ def spark_conf(
     warehouse = warehouse_location()
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     master = master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]")
-    codegen = codegen_mode(master, warehouse, jvm_profile)
+    codegen = codegen_mode("server" if server else jvm_profile)
     jvm_profile = jvm_profile or command_profile(master, warehouse)
     conf = {
         "spark.master": master,
@@ -527,11 +521,15 @@ def spark_conf(
                 "spark.sql.catalog.spark_catalog.type": "hive",
             }
         )
-        if metastore_uri:
-            # Other processes commit to the tables too: every query loads a
-            # table's current metadata (Iceberg's table cache would keep it,
-            # tags included, for 30 s), so the readers' views read the
-            # publication their pointer names (python_jobs/core/reader_views.py).
+        if metastore_uri or server:
+            # Other processes commit to the tables too, or, in a Thrift
+            # server, other sessions, each with a catalog of its own: every
+            # query loads a table's current metadata. Iceberg's table cache
+            # would keep it, branches and tags included, for 30 s: the
+            # readers' views would read an older publication than their
+            # pointer names (python_jobs/core/reader_views.py), and a build's
+            # on-run-end, on a connection of its own, would not find the run
+            # branch its models wrote ("Ref does not exist").
             conf["spark.sql.catalog.spark_catalog.cache-enabled"] = "false"
     else:
         conf.update(

@@ -37,6 +37,14 @@ def test_a_command_session_collects_for_throughput_and_a_server_keeps_defaults(
     assert "-Duser.timezone=UTC" in server and server[-1] == "-Xss4m"
 
 
+def pinned_jars_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty files named as the pinned jars, in the folder LATECOMER_JARS_DIR names:
+    enough for spark_conf, which only checks that they are there."""
+    monkeypatch.setenv("LATECOMER_JARS_DIR", str(folder))
+    for jar in spark_config.JARS:
+        (folder / jar.file_name).touch()
+
+
 def test_the_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LATECOMER_JVM_PROFILE", "server")
     assert not any(option.startswith("-XX:") for option in driver_options())
@@ -77,43 +85,46 @@ def test_without_a_choice_a_small_local_store_takes_the_short_profile(
     assert "-XX:TieredStopAtLevel=1" not in driver_options(master="local[2]"), "the environment's choice wins"
 
 
-def test_a_command_on_a_small_local_store_interprets_its_expressions(
+def test_the_environment_chooses_how_expressions_are_evaluated(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("LATECOMER_CODEGEN", raising=False)
-    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
-    for jar in spark_config.JARS:
-        (tmp_path / jar.file_name).touch()
-    warehouse = tmp_path / "warehouse"
-    (warehouse / "s_gold.db").mkdir(parents=True)
-    (warehouse / "s_gold.db" / "part-0.parquet").write_bytes(b"x" * 1000)
-    monkeypatch.setenv("LATECOMER_WAREHOUSE", str(warehouse))
+    pinned_jars_in(tmp_path, monkeypatch)
     interpreted = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
     def codegen(**kwargs: str) -> dict[str, str]:
-        conf = spark_config.spark_conf("iceberg", **kwargs)
+        conf = spark_config.spark_conf("iceberg", master="local[2]", **kwargs)
         return {key: conf[key] for key in interpreted if key in conf}
 
-    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1001)
-    assert codegen(master="local[2]") == interpreted
-    assert codegen(master="local[2]", jvm_profile="job") == interpreted, "the store decides, not the JVM profile"
-    assert codegen(master="local[2]", jvm_profile="server") == {}, "the Thrift server compiles"
-    assert codegen(master="spark://127.0.0.1:7077") == {}
-    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1000)
-    assert codegen(master="local[2]") == {}, "a store of the limit's size compiles"
+    assert codegen() == {}, "Spark's default: compiled"
     monkeypatch.setenv("LATECOMER_CODEGEN", "interpreted")
-    assert codegen(master="local[2]", jvm_profile="server") == interpreted, "the environment's choice wins"
-    monkeypatch.setenv("LATECOMER_CODEGEN", "compiled")
-    monkeypatch.setattr(spark_config, "SHORT_STORE_BYTES", 1001)
-    assert codegen(master="local[2]") == {}
+    assert codegen() == interpreted
+    assert codegen(jvm_profile="job") == interpreted
+    assert codegen(jvm_profile="server") == {}, "the Thrift server compiles"
+    monkeypatch.setenv("LATECOMER_JVM_PROFILE", "job")
+    assert codegen(jvm_profile="server") == {}, "a server whatever its JVM"
     monkeypatch.setenv("LATECOMER_CODEGEN", "fast")
     with pytest.raises(spark_config.SparkConfigError, match="'fast'; choose one of compiled, interpreted"):
-        codegen(master="local[2]")
+        codegen()
 
 
-def test_the_session_evaluates_expressions_as_its_store_chose(spark: SparkSession) -> None:
-    # The suite's stores are small: interpreted, unless the environment says otherwise.
-    expected = os.environ.get("LATECOMER_CODEGEN") or "interpreted"
+def test_iceberg_tables_are_cached_only_where_one_session_commits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pinned_jars_in(tmp_path, monkeypatch)
+    monkeypatch.delenv("LATECOMER_METASTORE_URI", raising=False)
+    key = "spark.sql.catalog.spark_catalog.cache-enabled"
+    assert key not in spark_config.spark_conf("iceberg", jvm_profile="job")
+    assert spark_config.spark_conf("iceberg", jvm_profile="server")[key] == "false"
+    monkeypatch.setenv("LATECOMER_JVM_PROFILE", "job")
+    assert spark_config.spark_conf("iceberg", jvm_profile="server")[key] == "false", "a server whatever its JVM"
+    monkeypatch.delenv("LATECOMER_JVM_PROFILE")
+    monkeypatch.setenv("LATECOMER_METASTORE_URI", "thrift://127.0.0.1:9083")
+    assert spark_config.spark_conf("iceberg", jvm_profile="job")[key] == "false"
+
+
+def test_the_session_evaluates_expressions_as_the_environment_chose(spark: SparkSession) -> None:
+    expected = os.environ.get("LATECOMER_CODEGEN") or "compiled"
     factory = spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK")
     whole_stage = spark.conf.get("spark.sql.codegen.wholeStage", "true")
     assert (factory, whole_stage) == (("NO_CODEGEN", "false") if expected == "interpreted" else ("FALLBACK", "true"))
@@ -238,9 +249,7 @@ def test_make_install_fetched_the_pinned_jars() -> None:
 
 
 def test_sessions_take_each_formats_jars_from_the_jar_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
-    for jar in spark_config.JARS:
-        (tmp_path / jar.file_name).touch()
+    pinned_jars_in(tmp_path, monkeypatch)
     iceberg = spark_config.spark_conf("iceberg")
     assert iceberg["spark.jars"] == str(tmp_path / "iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     assert "spark.jars.packages" not in iceberg
@@ -374,9 +383,7 @@ def test_the_command_says_what_failed_in_one_message(
 
 
 def test_delta_on_a_local_master_takes_small_store_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LATECOMER_JARS_DIR", str(tmp_path))
-    for jar in spark_config.JARS:
-        (tmp_path / jar.file_name).touch()
+    pinned_jars_in(tmp_path, monkeypatch)
     local = spark_config.spark_conf("delta", master="local[2]")
     assert local["spark.databricks.delta.snapshotPartitions"] == "1"
     assert local["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == local["spark.sql.shuffle.partitions"]

@@ -102,14 +102,16 @@ def assert_one_line_error(stderr: str, *fragments: str) -> None:
         assert fragment in lines[0], stderr
 
 
-def hive_query(port: int, sql: str) -> list[tuple[Any, ...]]:
+def hive_query(port: int, sql: str, rows: bool = True) -> list[tuple[Any, ...]]:
+    """``sql`` in a session of its own; its rows, or none (``rows=False``, for a
+    statement that returns no result set)."""
     from pyhive import hive
 
     connection = hive.connect(host=thrift_server.HOST, port=port, username="pytest")
     try:
         cursor = connection.cursor()
         cursor.execute(sql)
-        return [tuple(row) for row in cursor.fetchall()]
+        return [tuple(row) for row in cursor.fetchall()] if rows else []
     finally:
         connection.close()
 
@@ -245,6 +247,37 @@ def test_dbt_build_and_docs_through_server(server: Server, tmp_path: Path, monke
         rows = hive_query(server.port, f"select count(*) from {relation}")
         assert len(rows) == 1 and rows[0][0] >= 0, relation
         assert f"model.latecomer.{node.name}" in catalog["nodes"], node.name
+
+
+@pytest.mark.thrift
+def test_each_session_sees_the_commits_of_the_others(server: Server) -> None:
+    """A dbt build on the server runs in several of its sessions (a thread's
+    connection writes on the run branch, dbt's own connection publishes at
+    on-run-end), and BI tools read in theirs: a commit in one session, a new
+    branch included, is what the next statement of any other reads."""
+    from pyhive import hive
+
+    table = f"{SCHEMA}_bronze.sessions_see_commits"
+    hive_query(server.port, f"create table {table} (id int) using iceberg", rows=False)
+    connections = [hive.connect(host=thrift_server.HOST, port=server.port, username=name) for name in ("r", "w")]
+    reader, writer = (connection.cursor() for connection in connections)
+    try:
+        reader.execute(f"select count(*) from {table}")
+        assert reader.fetchall() == [(0,)]
+        writer.execute(f"insert into {table} values (1)")
+        reader.execute(f"select count(*) from {table}")
+        assert reader.fetchall() == [(1,)], "the reader's session read the table as it was before the insert"
+        writer.execute(f"alter table {table} create branch staged")
+        writer.execute(f"insert into {table}.branch_staged values (2)")
+        # What on-run-end does on its own connection: main fast-forwarded to the run's branch.
+        reader.execute(f"call spark_catalog.system.fast_forward('{table}', 'main', 'staged')")
+        reader.fetchall()
+        writer.execute(f"select id from {table} order by id")
+        assert writer.fetchall() == [(1,), (2,)]
+    finally:
+        for connection in connections:
+            connection.close()
+        hive_query(server.port, f"drop table if exists {table}", rows=False)
 
 
 @pytest.mark.thrift
