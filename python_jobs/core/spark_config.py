@@ -354,16 +354,20 @@ def format_jars(used_by: str) -> list[str]:
     return [str(folder / jar.file_name) for jar in needed]
 
 
-def small_local_store(master: str, warehouse: str, limit: int | None = None) -> bool:
-    """Whether a local master's local warehouse holds less than ``limit``
-    bytes (:data:`SHORT_STORE_BYTES`). False on a cluster and for a warehouse
-    on another file system. The walk stops as soon as ``limit`` is reached,
-    so a large warehouse costs a few directory listings.
+def command_profile(master: str, warehouse: str, limit: int | None = None) -> str:
+    """The profile of a command's session when ``LATECOMER_JVM_PROFILE`` is unset.
+
+    ``short`` on a local master whose local warehouse holds less than
+    ``limit`` bytes (:data:`SHORT_STORE_BYTES`): a build there reads little and
+    ends before the optimising compiler repays its CPU. ``job`` otherwise, a
+    cluster and a warehouse on another file system included. The walk stops
+    as soon as ``limit`` is reached, so a large warehouse costs a few
+    directory listings.
     """
     limit = SHORT_STORE_BYTES if limit is None else limit
     folder = local_folder(warehouse)
     if not master.startswith("local") or folder is None:
-        return False
+        return "job"
     total = 0
     for root, _, files in os.walk(folder):
         for name in files:
@@ -372,30 +376,20 @@ def small_local_store(master: str, warehouse: str, limit: int | None = None) -> 
             except OSError:
                 continue  # removed meanwhile by another process
             if total >= limit:
-                return False
-    return True
+                return "job"
+    return "short"
 
 
-def command_profile(master: str, warehouse: str, limit: int | None = None) -> str:
-    """The profile of a command's session when ``LATECOMER_JVM_PROFILE`` is unset.
-
-    ``short`` on a small local store (:func:`small_local_store`): a build
-    there reads little and ends before the optimising compiler repays its
-    CPU. ``job`` otherwise.
-    """
-    return "short" if small_local_store(master, warehouse, limit) else "job"
-
-
-def codegen_mode(jvm_profile: str | None = None) -> str:
+def codegen_mode(server: bool = False) -> str:
     """How a session evaluates expressions: ``LATECOMER_CODEGEN``, else
-    ``compiled``, Spark's default. The Thrift server (``jvm_profile="server"``)
-    compiles whatever the environment says: BI tools read through it, at any
-    size, and some of their calls fail interpreted (``CODEGEN_MODES``).
+    ``compiled``, Spark's default. The Thrift server (``server``) compiles
+    whatever the environment says: BI tools read through it, at any size,
+    and some of their calls fail interpreted (``CODEGEN_MODES``).
     """
     mode = os.environ.get("LATECOMER_CODEGEN") or "compiled"
     if mode not in CODEGEN_MODES:
         raise SparkConfigError(f"Unknown LATECOMER_CODEGEN {mode!r}; choose one of {', '.join(CODEGEN_MODES)}.")
-    return "compiled" if jvm_profile == "server" else mode
+    return "compiled" if server else mode
 
 
 def class_archive_options(master: str, jvm_profile: str) -> list[str]:
@@ -440,7 +434,7 @@ def spark_conf(
     warehouse = warehouse_location()
     shuffle_partitions = os.environ.get("LATECOMER_SHUFFLE_PARTITIONS", "4")
     master = master or os.environ.get("LATECOMER_SPARK_MASTER", "local[2]")
-    codegen = codegen_mode("server" if server else jvm_profile)
+    codegen = codegen_mode(server)
     jvm_profile = jvm_profile or command_profile(master, warehouse)
     conf = {
         "spark.master": master,
