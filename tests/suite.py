@@ -10,14 +10,17 @@ first; when one ends the next starts:
                      smoke run, but for PROCESS_TESTS;
   delta              the core scenarios again on Delta Lake (DELTA_SCENARIOS);
   adapter-delta      dbt's adapter conformance suite (tests/adapter) on Delta,
-                     but for ADAPTER_FORMAT_NEUTRAL; both Delta steps with
-                     their expressions interpreted (DELTA_ENV);
+                     but for ADAPTER_FORMAT_NEUTRAL;
   iceberg-processes  PROCESS_TESTS on Iceberg: the tests that start processes
                      of their own (the fault injection, the Thrift server, the
                      shared catalog and its load test, the streams and their
                      Kafka broker);
   adapter-iceberg    dbt's adapter suite on Iceberg, on the session target;
   adapter-iceberg-thrift  its basic suite on a Thrift server.
+
+The steps with a session of their own evaluate its expressions without
+generating code (INTERPRETED_ENV), but for the test files over thousands of
+events (marked many_rows).
 
 Why so: a build on two cores keeps the machine about two-thirds busy, so two
 runs at once use it; three JVMs at once made every run about three times
@@ -66,13 +69,15 @@ PROCESS_TESTS = (
     "tests/pytest/test_stream.py",
     "tests/pytest/test_thrift_server.py",
 )
-# Delta's steps evaluate expressions without generating code
-# (spark_config.CODEGEN_MODES): over their small tables, a fifth of Delta's
-# time went to generating and compiling code (docs/table-formats.md). In CI,
-# the delta step took 1,755 s instead of 2,412 s, and adapter-delta 1,537 s
-# instead of 1,833 s. The Iceberg steps compile, as a deployment does by
-# default.
-DELTA_ENV = {"LATECOMER_CODEGEN": "interpreted"}
+# The steps' sessions evaluate expressions without generating code
+# (spark_config.CODEGEN_SETTINGS): over small tables, a fifth of Delta's time
+# went to generating and compiling code (docs/table-formats.md). In CI, the
+# delta step took 1,755 s instead of 2,412 s, adapter-delta 1,537 s instead of
+# 1,833 s, and Iceberg's sample-sized files about a third less. The test files
+# over thousands of events compile (many_rows: tests/pytest/conftest.py), as
+# do the processes' own sessions and the Thrift server, as a deployment does
+# by default.
+INTERPRETED_ENV = {"LATECOMER_CODEGEN": "interpreted"}
 # dbt's conformance cases that run on Iceberg only: they read, list or show
 # relations the same way on both formats (caching, dbt show, --empty,
 # ephemeral models, unit tests), or run no Spark (the adapter's own units).
@@ -170,15 +175,15 @@ def adapter_step(table_format: str, target: str = "session", leave_out: Sequence
     name = f"adapter-{table_format}" + ("" if target == "session" else f"-{target}")
     args = ["tests/adapter", *(f"--ignore={path}" for path in leave_out)]
     env = {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target}
-    return Step(name, args, {**env, **(DELTA_ENV if table_format == "delta" else {})})
+    return Step(name, args, {**env, **(INTERPRETED_ENV if target == "session" else {})})
 
 
 def planned_steps(args: Sequence[str]) -> list[Step]:
     """The steps, the longest first (the module's docstring). With arguments
     (``-k``, files) only the project's suite runs, on both formats."""
     files = [arg for arg in args if arg.endswith(".py") or "::" in arg]
-    iceberg_env = {"LATECOMER_TEST_FORMAT": "iceberg"}
-    delta_env = {"LATECOMER_TEST_FORMAT": "delta", **DELTA_ENV}
+    iceberg_env = {"LATECOMER_TEST_FORMAT": "iceberg", **INTERPRETED_ENV}
+    delta_env = {"LATECOMER_TEST_FORMAT": "delta", **INTERPRETED_ENV}
     delta = Step("delta", list(args) if files else [*args, *DELTA_SCENARIOS], delta_env)
     if args:
         return [Step("iceberg", list(args), iceberg_env), delta]
@@ -186,7 +191,7 @@ def planned_steps(args: Sequence[str]) -> list[Step]:
         Step("iceberg", ["tests/pytest", *(f"--ignore={path}" for path in PROCESS_TESTS)], iceberg_env),
         delta,
         adapter_step("delta", leave_out=ADAPTER_FORMAT_NEUTRAL),
-        Step("iceberg-processes", list(PROCESS_TESTS), iceberg_env),
+        Step("iceberg-processes", list(PROCESS_TESTS), {"LATECOMER_TEST_FORMAT": "iceberg"}),
         adapter_step("iceberg"),
         adapter_step("iceberg", "thrift"),
     ]

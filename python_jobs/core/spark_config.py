@@ -140,13 +140,20 @@ JVM_PROFILES = {
 #                default: the 45-day schedule test's builds, over thousands
 #                of events, were not faster, and a Dataset decoded into Java
 #                objects fails in it (spark.catalog.listTables: "argument
-#                type mismatch"). The suite runs Delta's steps with it; the
-#                Thrift server always compiles.
-CODEGEN_MODES = ("compiled", "interpreted")
+#                type mismatch"). The suite runs its sessions with it but
+#                for the test files over thousands of events; the Thrift
+#                server always compiles.
 INTERPRETED_SETTINGS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+# The same settings at Spark's defaults. Both are read at each query, so a
+# running session may switch (the test suite does, per test file).
+CODEGEN_SETTINGS = {
+    "compiled": {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"},
+    "interpreted": INTERPRETED_SETTINGS,
+}
+CODEGEN_MODES = tuple(CODEGEN_SETTINGS)
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
 COMMAND_PROFILES = ("job", "short")
 # Below this many bytes in a local warehouse a command's session takes the

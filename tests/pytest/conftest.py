@@ -62,7 +62,7 @@ from dbt.cli.main import dbtRunnerResult  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
-from python_jobs.core.spark_config import get_spark  # noqa: E402
+from python_jobs.core.spark_config import CODEGEN_SETTINGS, get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
 from tests.pytest import sample_build  # noqa: E402
 from tooling.bench.state import drop_schemas  # noqa: E402
@@ -82,6 +82,26 @@ def spark() -> Iterator[SparkSession]:
     yield session
     session.stop()
     shutil.rmtree(STATE_DIR, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_where_many_rows(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test file marked ``many_rows`` runs with its session's expressions
+    compiled, whatever LATECOMER_CODEGEN chose (tests/suite.py runs the
+    others interpreted): over thousands of events a build was slower
+    interpreted (spark_config.CODEGEN_SETTINGS). The session's settings come
+    back after the file. Other files start no Spark here."""
+    if request.node.get_closest_marker("many_rows") is None:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    compiled = CODEGEN_SETTINGS["compiled"]
+    before = {key: session.conf.get(key) for key in compiled}
+    for key, value in compiled.items():
+        session.conf.set(key, value)
+    yield
+    for key, value in before.items():
+        session.conf.set(key, value)
 
 
 @dataclass

@@ -46,6 +46,9 @@ from tooling.bench.state import drop_schemas
 from tooling.bench.sweep import growth, render_sweep
 from tooling.synthetic import Scale
 
+# Thousands of events: compiled expressions (conftest.compiled_where_many_rows).
+pytestmark = pytest.mark.many_rows
+
 SCHEMA = "t_bench_smoke"
 SCALE = Scale(days=SMOKE["days"], events_per_day=SMOKE["events_per_day"], k=3)
 LOOKBACK_DAYS = SMOKE["lookback_days"]
@@ -258,6 +261,12 @@ def test_queries_are_counted_per_model(bench_run):
     merge = {"iceberg": "ReplaceData", "delta": "Execute MergeIntoCommand"}[TEST_FORMAT]
     assert any(q["node"] == GOLD and q["head"] == merge for q in queries), "the merge into gold"
     assert report["summary"]["incremental"]["queries"][GOLD]["queries"] >= 1
+
+
+def test_the_session_compiles_expressions_here(spark):
+    # The suite's sessions run interpreted; a many_rows file's compile.
+    factory = spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK")
+    assert (factory, spark.conf.get("spark.sql.codegen.wholeStage", "true")) == ("FALLBACK", "true")
 
 
 def test_patch_is_applied_to_the_project_copy(tmp_path):

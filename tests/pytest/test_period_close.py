@@ -38,6 +38,9 @@ from tests.pytest.store_timeline import EVENT_DAYS, FIRST_DAY, Store, build_time
 from tests.pytest.test_late_arrival_sample import expected_status
 from tooling.reference import expected_daily_revenue
 
+# Thousands of events: compiled expressions (conftest.compiled_where_many_rows).
+pytestmark = pytest.mark.many_rows
+
 SELECT = "+gold_daily_revenue_adjustments +gold_weekly_revenue +gold_monthly_revenue +gold_rollup_revenue_causes"
 Money = tuple[int, Decimal, Decimal]  # orders, gross revenue, refunds
 

@@ -33,6 +33,9 @@ from tests.pytest.conftest import Project
 from tests.pytest.store_timeline import Line, Store, cents, gate_checks, order
 from tooling.reference import expected_daily_revenue
 
+# Thousands of events: compiled expressions (conftest.compiled_where_many_rows).
+pytestmark = pytest.mark.many_rows
+
 SELECT = (
     "+gold_daily_revenue +gold_hourly_revenue +gold_weekly_revenue +gold_monthly_revenue +gold_revenue_by_tier"
     " publication_holds"
