@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterator
 from typing import Any
 
 import dbt.adapters.latecomer
 import pytest
-from dbt.adapters.latecomer import commit_notes
+from dbt.adapters.latecomer import commit_notes, template_cache
 from dbt.adapters.latecomer.connections import (
     NO_COLUMNS,
     SessionConnectionWrapper,
@@ -184,3 +185,61 @@ def test_every_available_method_reaches_jinja() -> None:
     assert ours, "no @available method found in the adapter package"
     assert ours <= LatecomerAdapter._available_, sorted(ours - LatecomerAdapter._available_)
     assert LatecomerAdapter._available_ == SparkAdapter._available_ | ours
+
+
+class CountingCompile:
+    """jinja2.Environment.compile as the cache found it, counting the texts it compiles."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+        self.sources: list[str] = []
+
+    def __call__(self, environment: Any, source: Any, *args: Any) -> Any:
+        self.sources.append(source)
+        return self.original(environment, source, *args)
+
+
+@pytest.fixture
+def counted_compile(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingCompile]:
+    counting = CountingCompile(template_cache._original)
+    monkeypatch.setattr(template_cache, "_original", counting)
+    template_cache.clear()
+    yield counting
+    template_cache.clear()
+
+
+def test_dbt_templates_are_compiled_once_per_text_and_kind(counted_compile: CountingCompile) -> None:
+    import jinja2
+    from dbt_common.clients.jinja import get_template
+
+    assert jinja2.Environment.compile is template_cache._compile
+    text = "{{ a + 1 }}"
+    rendered = [get_template(text, {"a": a}).render({"a": a}) for a in (1, 2)]
+    native = [get_template(text, {"a": a}, native=True).render({"a": a}) for a in (1, 2)]
+    get_template("{{ a | upper }}", {}).render({"a": "x"})
+    # Text and native environments generate different code: one compile each.
+    assert counted_compile.sources == [text, text, "{{ a | upper }}"]
+    assert rendered == ["2", "3"]
+    assert native == [2, 3]
+
+
+def test_a_template_error_is_raised_every_time_and_not_kept(counted_compile: CountingCompile) -> None:
+    from dbt_common.clients.jinja import get_template
+    from dbt_common.exceptions import CompilationError
+
+    for _ in range(2):
+        with pytest.raises(CompilationError, match="unexpected"):
+            get_template("{{ a + }}", {})
+    assert len(counted_compile.sources) == 2
+
+
+def test_templates_past_the_limit_go_least_recently_used_first(
+    counted_compile: CountingCompile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dbt_common.clients.jinja import get_template
+
+    monkeypatch.setattr(template_cache, "MAX_ENTRIES", 2)
+    for text in ("{{ 1 }}", "{{ 2 }}", "{{ 1 }}", "{{ 3 }}", "{{ 1 }}", "{{ 2 }}"):
+        get_template(text, {}).render({})
+    # {{ 2 }} went when {{ 3 }} came ({{ 1 }} had been used since).
+    assert counted_compile.sources == ["{{ 1 }}", "{{ 2 }}", "{{ 3 }}", "{{ 2 }}"]
