@@ -96,7 +96,7 @@ def compiled_where_many_rows(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     session = request.getfixturevalue("spark")
     compiled = CODEGEN_SETTINGS["compiled"]
-    before = {key: session.conf.get(key) for key in compiled}
+    before = {key: session.conf.get(key, default) for key, default in compiled.items()}
     for key, value in compiled.items():
         session.conf.set(key, value)
     yield
