@@ -70,13 +70,11 @@ PROCESS_TESTS = (
     "tests/pytest/test_thrift_server.py",
 )
 # The steps' sessions evaluate expressions without generating code
-# (spark_config.CODEGEN_SETTINGS): over small tables, a fifth of Delta's time
-# went to generating and compiling code (docs/table-formats.md). In CI, the
-# delta step took 1,755 s instead of 2,412 s, adapter-delta 1,537 s instead of
-# 1,833 s, and Iceberg's sample-sized files about a third less. The test files
-# over thousands of events compile (many_rows: tests/pytest/conftest.py), as
-# do the processes' own sessions and the Thrift server, as a deployment does
-# by default.
+# (spark_config.CODEGEN_SETTINGS): over small tables much of a build went to
+# generating and compiling code (docs/table-formats.md has the measurements).
+# The test files over thousands of events compile (many_rows:
+# tests/pytest/conftest.py), as do the processes' own sessions and the Thrift
+# server, as a deployment does by default.
 INTERPRETED_ENV = {"LATECOMER_CODEGEN": "interpreted"}
 # dbt's conformance cases that run on Iceberg only: they read, list or show
 # relations the same way on both formats (caching, dbt show, --empty,

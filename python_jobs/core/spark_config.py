@@ -143,15 +143,11 @@ JVM_PROFILES = {
 #                type mismatch"). The suite runs its sessions with it but
 #                for the test files over thousands of events; the Thrift
 #                server always compiles.
-INTERPRETED_SETTINGS = {
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
-# The same settings at Spark's defaults. Both are read at each query, so a
-# running session may switch (the test suite does, per test file).
+# Each mode's settings (compiled: Spark's defaults). Both are read at each
+# query, so a running session may switch (the test suite does, per file).
 CODEGEN_SETTINGS = {
     "compiled": {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"},
-    "interpreted": INTERPRETED_SETTINGS,
+    "interpreted": {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"},
 }
 CODEGEN_MODES = tuple(CODEGEN_SETTINGS)
 # Profiles of a command's session, whose JVM has the class path the archive was written with.
@@ -479,7 +475,7 @@ def spark_conf(
         **{key: f"{state / folder}{below}" for key, (folder, below) in HIVE_SESSION_DIRS.items()},
     }
     if codegen == "interpreted":
-        conf.update(INTERPRETED_SETTINGS)
+        conf.update(CODEGEN_SETTINGS["interpreted"])
     conf.update({key: os.environ[env] for env, key in EXECUTOR_SETTINGS.items() if os.environ.get(env)})
     if master.startswith("local") and FORKLESS_FS_JAR.exists():
         # Only the driver's class path holds the jar: on a cluster, executors

@@ -217,6 +217,15 @@ MODULE_SCHEMA = "t_module"
 GATE_OVERRIDE = {"publication_gate_override": "checked by hand"}
 
 
+def expression_settings(spark: SparkSession) -> tuple[str, str]:
+    """How the session evaluates expressions now: its code generation factory
+    mode and whole-stage code generation, Spark's defaults where unset."""
+    return (
+        spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK"),
+        spark.conf.get("spark.sql.codegen.wholeStage", "true"),
+    )
+
+
 def tables_in(spark: SparkSession, database: str, views: bool = False) -> list[str]:
     """The tables of a database (and its views, with ``views``), by name;
     never the session's temporary views. In SQL, not ``spark.catalog.listTables``,

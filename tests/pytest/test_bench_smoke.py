@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import TEST_FORMAT
+from tests.pytest.conftest import TEST_FORMAT, expression_settings
 from tooling.bench.config import (
     CORE_MODELS,
     FLOOR,
@@ -265,8 +265,7 @@ def test_queries_are_counted_per_model(bench_run):
 
 def test_the_session_compiles_expressions_here(spark):
     # The suite's sessions run interpreted; a many_rows file's compile.
-    factory = spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK")
-    assert (factory, spark.conf.get("spark.sql.codegen.wholeStage", "true")) == ("FALLBACK", "true")
+    assert expression_settings(spark) == ("FALLBACK", "true")
 
 
 def test_patch_is_applied_to_the_project_copy(tmp_path):

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from python_jobs.core import spark_config
 from python_jobs.operations import fetch_jars
+from tests.pytest.conftest import expression_settings
 
 
 def driver_options(**kwargs: str) -> list[str]:
@@ -124,10 +125,8 @@ def test_iceberg_tables_are_cached_only_where_one_session_commits(
 
 
 def test_the_session_evaluates_expressions_as_the_environment_chose(spark: SparkSession) -> None:
-    expected = os.environ.get("LATECOMER_CODEGEN") or "compiled"
-    factory = spark.conf.get("spark.sql.codegen.factoryMode", "FALLBACK")
-    whole_stage = spark.conf.get("spark.sql.codegen.wholeStage", "true")
-    assert (factory, whole_stage) == (("NO_CODEGEN", "false") if expected == "interpreted" else ("FALLBACK", "true"))
+    interpreted = (os.environ.get("LATECOMER_CODEGEN") or "compiled") == "interpreted"
+    assert expression_settings(spark) == (("NO_CODEGEN", "false") if interpreted else ("FALLBACK", "true"))
 
 
 def test_the_session_jvm_runs_with_its_profile(spark: SparkSession) -> None:
