@@ -10,6 +10,7 @@ macros is compared with what was actually published then.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from python_jobs.core import commit_metadata
+from python_jobs.core import catalog_reads, commit_metadata
 from tests.pytest.conftest import GATE_OVERRIDE, TEST_FORMAT, Project, iceberg_only, version_log
 
 GOLD = "+gold_daily_revenue"
@@ -328,6 +329,79 @@ def test_the_last_commit_read_from_the_log_is_describe_historys(runs: Runs) -> N
     spark.sql(f"create or replace view {runs.project.schema}_gold.a_view as select 1 as one")
     assert commit_metadata.last_commit(spark, f"{runs.project.schema}_gold.a_view") is None
     assert commit_metadata.last_commit(spark, f"{runs.project.schema}_gold.no_such_table") is None
+
+
+@iceberg_only("a table's head read from Iceberg's catalog")
+def test_the_head_read_from_the_catalog_is_what_sql_reads(runs: Runs) -> None:
+    """The snapshot the versions and the tests' fingerprints read from the
+    session's catalog (catalog_reads.iceberg_current_snapshot) is the one SHOW
+    TBLPROPERTIES names for main and the refs table names for a branch, also
+    on a thread of its own (dbt's), which has no active Spark session; a new
+    commit moves it; a table without a snapshot, a branch the table lacks, a
+    view or a missing table are told apart."""
+    spark = runs.project.spark
+    schema = runs.project.schema
+
+    def shown(name: str) -> str:
+        rows = spark.sql(f"show tblproperties {name} ('current-snapshot-id')").collect()
+        return str(rows[0]["value"])
+
+    answers: dict[str, str | None] = {}
+    names = [f"{schema}_gold.gold_daily_revenue", f"{schema}_bronze.bronze_events"]
+    thread = threading.Thread(
+        target=lambda: answers.update({name: catalog_reads.iceberg_current_snapshot(spark, name) for name in names})
+    )
+    thread.start()
+    thread.join()
+    for name in names:
+        assert answers[name] == shown(name) == catalog_reads.iceberg_current_snapshot(spark, name)
+
+    scratch = f"{schema}_gold.head_scratch"
+    spark.sql(f"create table {scratch} (n int) using iceberg")
+    assert catalog_reads.iceberg_current_snapshot(spark, scratch) == ""
+    spark.sql(f"insert into {scratch} values (1)")
+    first = catalog_reads.iceberg_current_snapshot(spark, scratch)
+    assert first == shown(scratch) and first.isdigit()
+    spark.sql(f"alter table {scratch} create branch audit")
+    spark.sql(f"insert into {scratch}.branch_audit values (2)")
+    head = catalog_reads.iceberg_current_snapshot(spark, scratch, "audit")
+    refs = spark.sql(f"select cast(snapshot_id as string) as id from {scratch}.refs where name = 'audit'").collect()
+    assert head == refs[0]["id"] != first
+    assert catalog_reads.iceberg_current_snapshot(spark, scratch) == first == shown(scratch)
+    assert catalog_reads.iceberg_current_snapshot(spark, scratch, "no_such_branch") == ""
+    spark.sql(f"drop table {scratch}")
+
+    spark.sql(f"create or replace view {schema}_gold.a_head_view as select 1 as one")
+    assert catalog_reads.iceberg_current_snapshot(spark, f"{schema}_gold.a_head_view") is None
+    assert catalog_reads.iceberg_current_snapshot(spark, f"{schema}_gold.no_such_table") is None
+    spark.sql(f"drop view {schema}_gold.a_head_view")
+
+
+def test_the_properties_read_from_the_catalog_are_show_tblproperties(runs: Runs) -> None:
+    """The properties the models' decisions read from the session's catalog
+    (catalog_reads.table_properties) are SHOW TBLPROPERTIES' rows, on a
+    thread of dbt's too; a view, a missing table or a name the catalog read
+    does not take are left to the statement."""
+    spark = runs.project.spark
+    schema = runs.project.schema
+    names = [f"{schema}_gold.gold_daily_revenue", f"{schema}_bronze.bronze_events"]
+    answers: dict[str, dict[str, str] | None] = {}
+    thread = threading.Thread(
+        target=lambda: answers.update({name: catalog_reads.table_properties(spark, name) for name in names})
+    )
+    thread.start()
+    thread.join()
+    for name in names:
+        shown = {row["key"]: row["value"] for row in spark.sql(f"show tblproperties {name}").collect()}
+        assert answers[name] == shown == catalog_reads.table_properties(spark, name)
+    # gold keeps its versions: the retention properties the models set are among them
+    retention_key = "delta.logRetentionDuration" if TEST_FORMAT == "delta" else "history.expire.max-snapshot-age-ms"
+    assert retention_key in (answers[names[0]] or {})
+    spark.sql(f"create or replace view {schema}_gold.a_properties_view as select 1 as one")
+    assert catalog_reads.table_properties(spark, f"{schema}_gold.a_properties_view") is None
+    spark.sql(f"drop view {schema}_gold.a_properties_view")
+    assert catalog_reads.table_properties(spark, f"{schema}_gold.no_such_table") is None
+    assert catalog_reads.table_properties(spark, f"spark_catalog.{schema}_gold.gold_daily_revenue") is None
 
 
 def test_delta_rendering(runs: Runs) -> None:

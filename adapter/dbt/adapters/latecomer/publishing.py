@@ -21,7 +21,7 @@ from dbt.adapters.latecomer.macro_values import _records
 from dbt_common.exceptions import DbtDatabaseError
 from dbt_common.invocation import get_invocation_id
 
-from python_jobs.core import commit_metadata, gate, holds, publication, reader_views, run_lock
+from python_jobs.core import catalog_reads, commit_metadata, gate, holds, publication, reader_views, run_lock
 
 
 def _wap_branch_sql(branch: str | None) -> str:
@@ -180,6 +180,23 @@ class PublicationMixin(metaclass=AdapterMeta):
         spark = self._session()
         commit = commit_metadata.last_commit(spark, str(relation)) if spark is not None else None
         return None if commit is None else [commit]
+
+    @available
+    def iceberg_current_snapshot(self, relation: Any, branch: str | None = None) -> str | None:
+        """The snapshot id at the head of ``relation``'s ``branch`` (``main`` when none; ``""``:
+        no snapshot there), read from the session's catalog
+        (catalog_reads.iceberg_current_snapshot) on a session target; None elsewhere, or
+        when it cannot be read so."""
+        spark = self._session()
+        return catalog_reads.iceberg_current_snapshot(spark, str(relation), branch) if spark is not None else None
+
+    @available
+    def table_properties(self, relation: Any) -> dict[str, str] | None:
+        """``relation``'s properties as SHOW TBLPROPERTIES lists them, read from the session's
+        catalog (catalog_reads.table_properties) on a session target; None elsewhere, or
+        when they cannot be read so."""
+        spark = self._session()
+        return catalog_reads.table_properties(spark, str(relation)) if spark is not None else None
 
     @available
     def delta_commit_note(self, history_rows: Any, relation: Any) -> str | None:

@@ -117,24 +117,33 @@
 {#- The table's version as this run reads it: on Iceberg, the head of the
     run branch once this run staged a write to the table
     (macros/publication/staged_publication.sql), else main's current snapshot
-    (from `properties`, the latecomer__table_properties() already read, when given). -#}
+    (from `properties`, the latecomer__table_properties() already read, when
+    given; else from the session's catalog, on a session target, or from
+    SHOW TBLPROPERTIES). -#}
 {% macro latecomer__current_version(relation, properties=none) -%}
     {%- if latecomer__versions_table_format() == 'delta' -%}
         {%- set rows = latecomer__delta_last_commit(relation) -%}
         {{ return('%d' % (rows[0]['version'] | int) if rows | length > 0 else none) }}
     {%- endif -%}
     {%- if adapter.is_staged(relation) -%}
-        {%- set rows = run_query("select cast(snapshot_id as string) from " ~ relation ~ ".refs where name = '"
-            ~ adapter.run_branch() ~ "'").rows -%}
-        {%- if rows | length > 0 -%}
-            {{ return(rows[0][0]) }}
+        {%- set head = adapter.iceberg_current_snapshot(relation, adapter.run_branch()) -%}
+        {%- if head is none -%}
+            {%- set rows = run_query("select cast(snapshot_id as string) from " ~ relation ~ ".refs where name = '"
+                ~ adapter.run_branch() ~ "'").rows -%}
+            {%- set head = rows[0][0] if rows | length > 0 else '' -%}
+        {%- endif -%}
+        {%- if head -%}
+            {{ return(head) }}
         {%- endif -%}
     {%- endif -%}
     {%- if properties is not none -%}
         {%- set value = properties.get('current-snapshot-id') | string -%}
     {%- else -%}
-        {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
-        {%- set value = (rows[0][1] | string) if rows | length > 0 else '' -%}
+        {%- set value = adapter.iceberg_current_snapshot(relation) -%}
+        {%- if value is none -%}
+            {%- set rows = run_query("show tblproperties " ~ relation ~ " ('current-snapshot-id')").rows -%}
+            {%- set value = (rows[0][1] | string) if rows | length > 0 else '' -%}
+        {%- endif -%}
     {%- endif -%}
     {{ return(value if modules.re.match('^[0-9]+$', value) else none) }}
 {%- endmacro %}

@@ -241,8 +241,14 @@
 {% endmacro %}
 
 
-{#- A table property's value, or none when the table does not have it. -#}
+{#- A table property's value, or none when the table does not have it
+    (from the session's catalog on a session target, as
+    latecomer__table_properties). -#}
 {% macro latecomer__table_property(relation, key) %}
+    {%- set properties = adapter.table_properties(relation) -%}
+    {%- if properties is not none -%}
+        {{ return(properties.get(key) or none) }}
+    {%- endif -%}
     {%- set rows = run_query("show tblproperties " ~ relation ~ " (" ~ latecomer__sql_string(key) ~ ")").rows -%}
     {%- set value = rows[0][1] if rows and rows[0] | length > 1 else rows[0][0] if rows else none -%}
     {{ return(value if value and 'does not have property' not in value else none) }}

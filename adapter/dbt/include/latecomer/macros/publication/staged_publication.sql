@@ -177,8 +177,13 @@
 {% endmacro %}
 
 
-{#- A table's properties as a dict (one query). -#}
+{#- A table's properties as a dict: read from the session's catalog on a
+    session target (adapter.table_properties), else one query. -#}
 {% macro latecomer__table_properties(relation) %}
+    {%- set properties = adapter.table_properties(relation) -%}
+    {%- if properties is not none -%}
+        {{ return(properties) }}
+    {%- endif -%}
     {%- set properties = {} -%}
     {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
         {%- do properties.update({row[0]: row[1]}) -%}

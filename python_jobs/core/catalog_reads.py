@@ -1,0 +1,88 @@
+"""What a build asks the session's catalog about a table, answered without a statement.
+
+A build asks about the tables behind its models and tests many times: every
+data test's fingerprint names the version of each table it reads
+(adapter/dbt/include/latecomer/macros/data_tests/passed_inputs.sql), and the
+restated and recomputed models read their tables' properties to decide
+whether anything they read moved. Asked as ``show tblproperties``, each is a
+statement that Spark parses, plans and runs: a build with nothing new on the
+sample ran 138 of them among its 198 statements. The catalog those
+statements ask is in the driver: loading the table through it answers the
+same question, with the same view of the table (Iceberg's table cache when
+the session keeps one, fresh metadata when it does not:
+python_jobs/core/spark_config.py), in a few calls to the JVM.
+
+Each function returns None when it cannot answer so; the caller then runs
+the statement, whose error, if any, names the problem. Delta's last commit,
+read from its log, is :func:`python_jobs.core.commit_metadata.last_commit`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
+# The properties SHOW TBLPROPERTIES leaves out, as Spark 3.5 does
+# (CatalogV2Util.TABLE_RESERVED_PROPERTIES): DESCRIBE shows them.
+RESERVED_PROPERTIES = frozenset(
+    {"comment", "collation", "location", "owner", "provider", "external", "is_managed_location"}
+)
+
+
+def _activate(spark: Any) -> Any:
+    """The session's JVM object, made the thread's active session.
+
+    Iceberg finds the session's catalog through the thread's active session,
+    which Spark sets only while it runs a statement: on a thread of dbt's
+    without one, a table was reported as not Iceberg at all.
+    """
+    session = spark._jsparkSession
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
+    return session
+
+
+def iceberg_current_snapshot(spark: Any, table: str, branch: str | None = None) -> str | None:
+    """The id of the snapshot at the head of ``table``'s ``branch`` (``main`` when None), as ``show
+    tblproperties`` (main) or the ``refs`` metadata table (a branch) gives it; ``""`` when there is none
+    (a table without a snapshot yet, a branch it does not have).
+
+    None when the table cannot be read this way (not in the session's catalog,
+    not an Iceberg table, Iceberg's classes absent).
+    """
+    try:
+        session = _activate(spark)
+        loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(session, table)
+        snapshot = loaded.currentSnapshot() if branch is None else loaded.snapshot(branch)
+    except (Py4JError, PySparkException):
+        # PySpark turns the JVM's errors into its own (IllegalArgumentException:
+        # not an Iceberg table); py4j's own are left as they are.
+        return None
+    return "" if snapshot is None else str(snapshot.snapshotId())
+
+
+def table_properties(spark: Any, table: str) -> dict[str, str] | None:
+    """``table``'s properties as ``show tblproperties`` lists them, for a table of the session's catalog
+    that a table format serves (``<schema>.<table>``: an Iceberg or Delta table).
+
+    None for anything else (a view, a Hive table, a name with a catalog or
+    without a schema, a table that does not exist): SHOW TBLPROPERTIES reads
+    those through Spark's own catalog, with its own rules.
+    """
+    parts = table.replace("`", "").split(".")
+    if len(parts) != 2:
+        return None
+    jvm = spark._jvm
+    try:
+        session = _activate(spark)
+        namespace = spark.sparkContext._gateway.new_array(jvm.String, 1)
+        namespace[0] = parts[0]
+        identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[1])
+        loaded = session.sessionState().catalogManager().v2SessionCatalog().loadTable(identifier)
+        if loaded.getClass().getName() == "org.apache.spark.sql.connector.catalog.V1Table":
+            return None
+        properties = dict(loaded.properties())
+    except (Py4JError, PySparkException):
+        return None
+    return {str(key): str(value) for key, value in properties.items() if key not in RESERVED_PROPERTIES}
