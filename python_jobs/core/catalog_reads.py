@@ -19,6 +19,8 @@ read from its log, is :func:`python_jobs.core.commit_metadata.last_commit`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from py4j.protocol import Py4JError
@@ -26,21 +28,29 @@ from pyspark.errors import PySparkException
 
 # The properties SHOW TBLPROPERTIES leaves out, as Spark 3.5 does
 # (CatalogV2Util.TABLE_RESERVED_PROPERTIES): DESCRIBE shows them.
-RESERVED_PROPERTIES = frozenset(
-    {"comment", "collation", "location", "owner", "provider", "external", "is_managed_location"}
-)
+RESERVED_PROPERTIES = frozenset({"comment", "location", "owner", "provider", "external", "is_managed_location"})
 
 
-def _activate(spark: Any) -> Any:
-    """The session's JVM object, made the thread's active session.
+@contextlib.contextmanager
+def _active(spark: Any) -> Iterator[Any]:
+    """The session's JVM object, the calling thread's active session meanwhile.
 
-    Iceberg finds the session's catalog through the thread's active session,
-    which Spark sets only while it runs a statement: on a thread of dbt's
-    without one, a table was reported as not Iceberg at all.
+    On a thread without an active session (dbt's worker threads between
+    statements), Iceberg's catalog answered that a table was not an Iceberg
+    table; with the session made active for the call it answers as the
+    statement does (tests/pytest/test_versions.py). The thread's active
+    session is put back afterwards.
     """
-    session = spark._jsparkSession
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(session)
-    return session
+    sessions = spark._jvm.org.apache.spark.sql.SparkSession
+    before = sessions.getActiveSession()
+    sessions.setActiveSession(spark._jsparkSession)
+    try:
+        yield spark._jsparkSession
+    finally:
+        if before.isDefined():
+            sessions.setActiveSession(before.get())
+        else:
+            sessions.clearActiveSession()
 
 
 def iceberg_current_snapshot(spark: Any, table: str, branch: str | None = None) -> str | None:
@@ -52,9 +62,9 @@ def iceberg_current_snapshot(spark: Any, table: str, branch: str | None = None) 
     not an Iceberg table, Iceberg's classes absent).
     """
     try:
-        session = _activate(spark)
-        loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(session, table)
-        snapshot = loaded.currentSnapshot() if branch is None else loaded.snapshot(branch)
+        with _active(spark) as session:
+            loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(session, table)
+            snapshot = loaded.currentSnapshot() if branch is None else loaded.snapshot(branch)
     except (Py4JError, PySparkException):
         # PySpark turns the JVM's errors into its own (IllegalArgumentException:
         # not an Iceberg table); py4j's own are left as they are.
@@ -66,23 +76,27 @@ def table_properties(spark: Any, table: str) -> dict[str, str] | None:
     """``table``'s properties as ``show tblproperties`` lists them, for a table of the session's catalog
     that a table format serves (``<schema>.<table>``: an Iceberg or Delta table).
 
-    None for anything else (a view, a Hive table, a name with a catalog or
-    without a schema, a table that does not exist): SHOW TBLPROPERTIES reads
-    those through Spark's own catalog, with its own rules.
+    The name is looked up in ``spark_catalog``, the project's only catalog.
+    Values come as stored: the statement masks one whose key or value
+    matches Spark's redaction patterns (``url``, ``secret``, ``password``,
+    ...), and the macros want the value. None for anything else (a view, a
+    Hive table, a name with a catalog or without a schema, a table that does
+    not exist): SHOW TBLPROPERTIES reads those through Spark's own catalog,
+    with its own rules.
     """
     parts = table.replace("`", "").split(".")
     if len(parts) != 2:
         return None
     jvm = spark._jvm
     try:
-        session = _activate(spark)
-        namespace = spark.sparkContext._gateway.new_array(jvm.String, 1)
-        namespace[0] = parts[0]
-        identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[1])
-        loaded = session.sessionState().catalogManager().v2SessionCatalog().loadTable(identifier)
-        if loaded.getClass().getName() == "org.apache.spark.sql.connector.catalog.V1Table":
-            return None
-        properties = dict(loaded.properties())
+        with _active(spark) as session:
+            namespace = spark.sparkContext._gateway.new_array(jvm.String, 1)
+            namespace[0] = parts[0]
+            identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[1])
+            loaded = session.sessionState().catalogManager().v2SessionCatalog().loadTable(identifier)
+            if loaded.getClass().getName() == "org.apache.spark.sql.connector.catalog.V1Table":
+                return None
+            properties = dict(loaded.properties())
     except (Py4JError, PySparkException):
         return None
     return {str(key): str(value) for key, value in properties.items() if key not in RESERVED_PROPERTIES}

@@ -462,3 +462,88 @@ def test_an_inputs_fingerprint_holds_the_code_between_a_node_and_its_tables() ->
         "s_silver.silver=3",
     ]
     assert inputs_fingerprint("view-code") != inputs_fingerprint("view-code, edited")
+
+
+@dataclass
+class CatalogReads:
+    """The adapter's catalog reads: the answer for each (relation, branch), None where it cannot read."""
+
+    heads: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
+    properties: dict[str, dict[str, str] | None] = field(default_factory=dict)
+    staged: bool = False
+
+    def iceberg_current_snapshot(self, relation: Any, branch: str | None = None) -> str | None:
+        return self.heads.get((str(relation), branch))
+
+    def table_properties(self, relation: Any) -> dict[str, str] | None:
+        return self.properties.get(str(relation))
+
+    def is_staged(self, relation: Any) -> bool:
+        return self.staged
+
+    def run_branch(self) -> str:
+        return "run_x"
+
+
+def catalog_reads(reads: CatalogReads) -> Rendered:
+    """The version and property macros, on Iceberg, with ``reads`` as the adapter."""
+    rendered = load(
+        f"{PLATFORM}/formats/versions.sql",
+        f"{PLATFORM}/materializations/recomputed.sql",
+        f"{PLATFORM}/publication/staged_publication.sql",
+        f"{PLATFORM}/sql_helpers.sql",
+        adapter=reads,
+        modules=SimpleNamespace(re=__import__("re")),
+        latecomer__versions_table_format=lambda: "iceberg",
+    )
+    return rendered
+
+
+def test_a_version_the_catalog_answers_runs_no_statement() -> None:
+    rendered = catalog_reads(CatalogReads(heads={("t", None): "123"}))
+    assert rendered.call("latecomer__current_version", "t") == "123"
+    # a table without a snapshot has no version, as `show tblproperties` said with 'none'
+    rendered = catalog_reads(CatalogReads(heads={("t", None): ""}))
+    assert rendered.call("latecomer__current_version", "t") is None
+    assert rendered.statements == []
+
+
+def test_a_version_the_catalog_cannot_answer_is_asked_by_statement() -> None:
+    rendered = catalog_reads(CatalogReads())
+    rendered.answer("show tblproperties t ('current-snapshot-id')", [("current-snapshot-id", "456")])
+    assert rendered.call("latecomer__current_version", "t") == "456"
+    assert rendered.sql() == ["show tblproperties t ('current-snapshot-id')"]
+
+
+def test_a_staged_table_reads_its_run_branch_then_main() -> None:
+    on_branch = catalog_reads(CatalogReads(heads={("t", "run_x"): "789", ("t", None): "123"}, staged=True))
+    assert on_branch.call("latecomer__current_version", "t") == "789"
+    # no branch yet (the write was recorded, not committed): main's head
+    no_branch = catalog_reads(CatalogReads(heads={("t", "run_x"): "", ("t", None): "123"}, staged=True))
+    assert no_branch.call("latecomer__current_version", "t") == "123"
+    assert on_branch.statements == no_branch.statements == []
+    # the catalog cannot answer: the refs table, then main by statement
+    unread = catalog_reads(CatalogReads(staged=True))
+    unread.answer("select cast(snapshot_id as string) from t.refs", [])
+    unread.answer("show tblproperties t", [("current-snapshot-id", "123")])
+    assert unread.call("latecomer__current_version", "t") == "123"
+    assert unread.sql() == [
+        "select cast(snapshot_id as string) from t.refs where name = 'run_x'",
+        "show tblproperties t ('current-snapshot-id')",
+    ]
+
+
+def test_properties_come_from_the_catalog_and_else_by_statement() -> None:
+    read = catalog_reads(CatalogReads(properties={"t": {"latecomer.inputs": "f1", "empty": ""}}))
+    assert read.call("latecomer__table_property", "t", "latecomer.inputs") == "f1"
+    assert read.call("latecomer__table_property", "t", "empty") is None
+    assert read.call("latecomer__table_property", "t", "absent") is None
+    assert read.call("latecomer__table_properties", "t") == {"latecomer.inputs": "f1", "empty": ""}
+    assert read.statements == []
+    unread = catalog_reads(CatalogReads())
+    unread.answer("show tblproperties t ('absent')", [("absent", "Table t does not have property: absent")])
+    unread.answer("show tblproperties t ('latecomer.inputs')", [("latecomer.inputs", "f1")])
+    unread.answer("show tblproperties t", [("latecomer.inputs", "f1"), ("format", "iceberg/parquet")])
+    assert unread.call("latecomer__table_property", "t", "absent") is None
+    assert unread.call("latecomer__table_property", "t", "latecomer.inputs") == "f1"
+    assert unread.call("latecomer__table_properties", "t") == {"latecomer.inputs": "f1", "format": "iceberg/parquet"}

@@ -348,13 +348,21 @@ def test_the_head_read_from_the_catalog_is_what_sql_reads(runs: Runs) -> None:
 
     answers: dict[str, str | None] = {}
     names = [f"{schema}_gold.gold_daily_revenue", f"{schema}_bronze.bronze_events"]
-    thread = threading.Thread(
-        target=lambda: answers.update({name: catalog_reads.iceberg_current_snapshot(spark, name) for name in names})
-    )
+    active: list[bool] = []
+
+    def ask() -> None:
+        sessions = spark._jvm.org.apache.spark.sql.SparkSession
+        active.append(sessions.getActiveSession().isDefined())
+        answers.update({name: catalog_reads.iceberg_current_snapshot(spark, name) for name in names})
+        active.append(sessions.getActiveSession().isDefined())
+
+    thread = threading.Thread(target=ask)
     thread.start()
     thread.join()
     for name in names:
         assert answers[name] == shown(name) == catalog_reads.iceberg_current_snapshot(spark, name)
+    # the thread had no active session, and has none after the reads
+    assert active == [False, False]
 
     scratch = f"{schema}_gold.head_scratch"
     spark.sql(f"create table {scratch} (n int) using iceberg")
