@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
 if TYPE_CHECKING:
+    from dbt.contracts.graph.manifest import Manifest
     from dbt_common.events.base_types import EventMsg
 
 SCHEMA_ENV = "LATECOMER_SCHEMA"
@@ -90,6 +91,7 @@ class DbtRunner:
         vars: dict[str, Any] | None = None,
         callbacks: Sequence[Callable[[EventMsg], None]] = (),
         check: bool = True,
+        manifest: Manifest | None = None,
     ) -> dbtRunnerResult:
         """Run ``dbt *args`` in this process and return dbt's result.
 
@@ -100,6 +102,11 @@ class DbtRunner:
         this invocation only: the same clock, but dbt's vars stay the same from
         one build to the next, so it keeps its partial parse instead of parsing
         the whole project again.
+
+        With ``manifest`` (a parsed project, ``dbt parse``'s result), dbt
+        neither parses nor reads its partial parse, and writes no
+        manifest.json: the caller answers for the manifest being that of
+        this project, target, schema and environment.
         """
         if self.schema is not None:
             os.environ[SCHEMA_ENV] = self.schema
@@ -109,7 +116,8 @@ class DbtRunner:
         if as_of is not None:
             os.environ[AS_OF_ENV] = str(as_of)
         try:
-            result = dbtRunner(callbacks=list(callbacks)).invoke(self.command(*args, vars=other_vars))
+            runner = dbtRunner(manifest=manifest, callbacks=list(callbacks))
+            result = runner.invoke(self.command(*args, vars=other_vars))
         finally:
             if saved is None:
                 os.environ.pop(AS_OF_ENV, None)

@@ -59,6 +59,7 @@ os.environ["DBT_LOG_PATH"] = str(ROOT / "logs" / f"pytest-{RUN_NAME}")
 os.environ["LATECOMER_TARGET"] = TEST_TARGET
 
 from dbt.cli.main import dbtRunnerResult  # noqa: E402
+from dbt.constants import DEFAULT_ENV_PLACEHOLDER  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
@@ -165,12 +166,15 @@ class Project:
         self.messages = []
         started = time.monotonic()
         try:
+            # dbt writes manifest.json only when it parses, and `dbt parse` is itself the parse.
+            reuse = not write_json and args[:1] != ("parse",)
             return runner.invoke(
                 *args,
                 *([] if write_json else ["--no-write-json"]),
                 vars=vars,
                 callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
                 check=expect_ok,
+                manifest=parsed_project(runner, vars) if reuse else None,
             )
         finally:
             _count_dbt_invocation(time.monotonic() - started)
@@ -200,6 +204,65 @@ class Project:
 
     def drop(self) -> None:
         drop_schemas(self.spark, self.schema)
+
+
+# The parsed project, kept for the whole run by what a parse depends on
+# (parse_key): dbt neither parses again nor reads its partial parse, about
+# 0.3 s an invocation, and a new combination of vars costs no full parse
+# (5 to 9 s): dbt's parse depends on no var the tests give but PARSE_VARS.
+_PARSED: dict[str, Any] = {}
+# The vars dbt's parse reads: the alerts' settings give their data tests'
+# severity (tests/monitoring), and the session gap is the Python model's meta
+# (models/silver/_silver__python_models.yml). test_dbt_parse.py checks that
+# no other var the tests give changes what dbt parses.
+PARSE_VARS = ("lateness_alerts", "session_gap_minutes")
+# The folders and files dbt reads a project from, whose change makes it parse again.
+PROJECT_SOURCES = ("models", "macros", "seeds", "snapshots", "tests", "analyses", "dbt_project.yml", "profiles")
+
+
+def project_files_stamp(project_dir: Path) -> list[tuple[str, int, int]]:
+    """Every file dbt reads from ``project_dir`` (and the adapter's macros),
+    with its modification time and size: a test that edits one parses again."""
+    stamp = []
+    for top in [*(project_dir / name for name in PROJECT_SOURCES), ROOT / "adapter" / "dbt" / "include"]:
+        paths = [top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else []
+        for path in paths:
+            if path.is_file() and "__pycache__" not in path.parts:
+                info = path.stat()
+                stamp.append((str(path), info.st_mtime_ns, info.st_size))
+    return stamp
+
+
+def parse_key(runner: DbtRunner, vars: dict[str, Any] | None) -> str:
+    """What a parse of ``runner``'s project depends on: the project's files,
+    the target, the schema, the environment variables the project reads
+    while parsing, and of ``vars`` only PARSE_VARS."""
+    return json.dumps(
+        [str(runner.project_dir), runner.target, runner.schema, [os.environ.get(name) for name in PARSE_ENV],
+         {name: value for name, value in (vars or {}).items() if name in PARSE_VARS},
+         project_files_stamp(runner.project_dir)],
+        sort_keys=True,
+        default=str,
+    )  # fmt: skip
+
+
+def parsed_project(runner: DbtRunner, vars: dict[str, Any] | None) -> Any:
+    """The manifest of ``runner``'s project, parsed once per parse_key; none
+    when it does not parse (the invocation then fails as dbt would)."""
+    key = parse_key(runner, vars)
+    manifest = _PARSED.get(key)
+    if manifest is None or not same_environment(manifest.env_vars):
+        result = runner.invoke("parse", "--no-write-json", vars=vars, check=False)
+        if not result.success:
+            return None
+        manifest = _PARSED[key] = result.result
+    return manifest
+
+
+def same_environment(parsed_with: dict[str, str]) -> bool:
+    """Whether every environment variable dbt read while parsing still has
+    the value it had (or is still unset, where a default was taken)."""
+    return all(os.environ.get(name, DEFAULT_ENV_PLACEHOLDER) == value for name, value in parsed_with.items())
 
 
 # The schema of a deployment is named by its fixture, not by its test: dbt
