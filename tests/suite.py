@@ -52,12 +52,17 @@ LOGS = ROOT / "target"
 # The scenarios make test runs on Delta too: the sample's late arrivals,
 # corrections, deletions, quarantine, restated gold and staged publication;
 # publication holds; the SCD2 dimension; versions, restore and maintenance;
-# data tests answered from the table versions they passed on.
+# data tests answered from the table versions they passed on; silver's
+# change capture; the run clock; source freshness; the run lock.
 DELTA_SCENARIOS = (
+    "tests/pytest/test_change_capture.py",
     "tests/pytest/test_late_arrival_sample.py",
     "tests/pytest/test_passed_tests.py",
     "tests/pytest/test_publication_holds.py",
+    "tests/pytest/test_run_clock.py",
+    "tests/pytest/test_run_lock.py",
     "tests/pytest/test_scd2.py",
+    "tests/pytest/test_source_freshness.py",
     "tests/pytest/test_versions.py",
 )
 # The project's tests that start processes of their own (their own JVMs) and
@@ -93,8 +98,10 @@ PROGRESS_EVERY_S = 60
 # pytest's exit status when it collected (or kept) no test.
 NO_TESTS = 5
 # Where a pytest run's summary starts: its failures, the project's time per
-# test file (tests/pytest/conftest.py), or pytest's short summary.
-SUMMARY_MARKS = ("= FAILURES =", "= ERRORS =", "time per test file", "short test summary")
+# test file (tests/pytest/conftest.py), the slowest cases, or pytest's short summary.
+SUMMARY_MARKS = ("= FAILURES =", "= ERRORS =", "time per test file", "slowest", "short test summary")
+# The adapter suites' slowest cases, in their summaries (dbt's suite has no time per file).
+ADAPTER_DURATIONS = "--durations=12"
 # pytest's progress: one character per finished test after the file's name
 # (or alone, with -q or xdist), then "[ NN%]" once the line is full.
 PROGRESS_LINE = re.compile(r"^(?:\S+\.py\s+)?([.FEsxX]+)\s*(?:\[\s*\d+%\])?$")
@@ -171,7 +178,7 @@ def start_next(steps: Sequence[Step]) -> bool:
 def adapter_step(table_format: str, target: str = "session", leave_out: Sequence[str] = ()) -> Step:
     """dbt's adapter conformance suite (tests/adapter) on one format and target."""
     name = f"adapter-{table_format}" + ("" if target == "session" else f"-{target}")
-    args = ["tests/adapter", *(f"--ignore={path}" for path in leave_out)]
+    args = ["tests/adapter", ADAPTER_DURATIONS, *(f"--ignore={path}" for path in leave_out)]
     env = {"ADAPTER_FORMAT": table_format, "ADAPTER_TARGET": target}
     return Step(name, args, {**env, **(INTERPRETED_ENV if target == "session" else {})})
 
