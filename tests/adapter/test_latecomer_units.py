@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import dbt.adapters.latecomer
 import pytest
+from dbt.adapters.cache import RelationsCache
 from dbt.adapters.latecomer import commit_notes, template_cache
 from dbt.adapters.latecomer.connections import (
     NO_COLUMNS,
@@ -18,8 +20,10 @@ from dbt.adapters.latecomer.connections import (
 )
 from dbt.adapters.latecomer.impl import LatecomerAdapter, default_file_format
 from dbt.adapters.latecomer.python_submissions import spark_frame
+from dbt.adapters.latecomer.relations import RelationsMixin
 from dbt.adapters.spark.connections import PyhiveConnectionWrapper
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.relation import SparkRelation
 from dbt_common.exceptions import DbtRuntimeError
 from spark_dialect import to_spark
 
@@ -243,3 +247,19 @@ def test_templates_past_the_limit_go_least_recently_used_first(
         get_template(text, {}).render({})
     # {{ 2 }} went when {{ 3 }} came ({{ 1 }} had been used since).
     assert counted_compile.sources == ["{{ 1 }}", "{{ 2 }}", "{{ 3 }}", "{{ 2 }}"]
+
+
+def test_a_table_in_the_relation_cache_is_known_without_a_statement() -> None:
+    cache = RelationsCache()
+    cache.add_schema(None, "s_audit")
+    cache.add(SparkRelation.create(schema="s_audit", identifier="gate_log", type="table"))
+    cache.add(SparkRelation.create(schema="s_audit", identifier="a_view", type="view"))
+    adapter = SimpleNamespace(cache=cache)
+    exists = RelationsMixin.cached_table_exists
+    assert exists(adapter, "s_audit.gate_log")
+    assert exists(adapter, "S_Audit.Gate_Log")  # names as Spark compares them
+    assert not exists(adapter, "s_audit.hold_log")  # listed, and not there
+    assert not exists(adapter, "s_audit.a_view")  # a view is not the table
+    assert not exists(adapter, "s_bronze.gate_log")  # a schema the cache never listed
+    assert not exists(adapter, "gate_log")
+    assert not exists(adapter, "spark_catalog.s_audit.gate_log")

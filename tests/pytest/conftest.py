@@ -14,7 +14,7 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ from dbt.constants import DEFAULT_ENV_PLACEHOLDER  # noqa: E402
 from dbt_common.tests import enable_test_caching  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
-from python_jobs.core.dbt_runner import DbtRunner  # noqa: E402
+from python_jobs.core.dbt_runner import AS_OF_ENV, DbtRunner  # noqa: E402
 from python_jobs.core.spark_config import CODEGEN_SETTINGS, get_spark  # noqa: E402
 from python_jobs.landing import ingest  # noqa: E402
 from tests.pytest import sample_build  # noqa: E402
@@ -213,9 +213,9 @@ class Project:
 
 
 # The parsed project, kept for the whole run by what a parse depends on
-# (parse_key): dbt neither parses again nor reads its partial parse, about
-# 0.3 s an invocation, and a new combination of vars costs no full parse
-# (5 to 9 s): dbt's parse depends on no var the tests give but PARSE_VARS.
+# (parsed_project): a build with the same as_of neither parses again nor
+# reads its partial parse, and a new combination of vars costs no full parse
+# (3 to 10 s): dbt's parse depends on no var the tests give but PARSE_VARS.
 _PARSED: dict[str, Any] = {}
 # The vars dbt's parse reads: the alerts' settings give their data tests'
 # severity (tests/monitoring), and the session gap is the Python model's meta
@@ -239,36 +239,49 @@ def project_files_stamp(project_dir: Path) -> list[tuple[str, int, int]]:
     return stamp
 
 
-def parse_key(runner: DbtRunner, vars: dict[str, Any] | None) -> str:
-    """What a parse of ``runner``'s project depends on: the project's files,
-    the target, the schema, the environment variables the project reads
-    while parsing, and of ``vars`` only PARSE_VARS."""
-    return json.dumps(
-        [str(runner.project_dir), runner.target, runner.schema, [os.environ.get(name) for name in PARSE_ENV],
-         {name: value for name, value in (vars or {}).items() if name in PARSE_VARS},
-         project_files_stamp(runner.project_dir)],
-        sort_keys=True,
-        default=str,
-    )  # fmt: skip
+def parse_inputs(runner: DbtRunner, vars: dict[str, Any] | None) -> list[Any]:
+    """What a parse of ``runner``'s project depends on but its files: the
+    target, the schema, the environment variables the project reads while
+    parsing, and of ``vars`` only PARSE_VARS."""
+    return [
+        str(runner.project_dir), runner.target, runner.schema, [os.environ.get(name) for name in PARSE_ENV],
+        {name: value for name, value in (vars or {}).items() if name in PARSE_VARS},
+    ]  # fmt: skip
 
 
 def parsed_project(runner: DbtRunner, vars: dict[str, Any] | None) -> Any:
-    """The manifest of ``runner``'s project, parsed once per parse_key; none
-    when it does not parse (the invocation then fails as dbt would)."""
-    key = parse_key(runner, vars)
+    """The manifest of ``runner``'s project, parsed once per parse_inputs and
+    project files, and again when an environment variable dbt read while
+    parsing changed; none when it does not parse (the invocation then fails
+    as dbt would).
+
+    The parse gets only PARSE_VARS (and ``as_of``, which reaches dbt as
+    LATECOMER_AS_OF) in a folder of its own, so that dbt's partial parse
+    there survives the other vars changing: a new ``as_of`` parses again
+    only the two files that read it (the Python models' configs).
+    """
+    inputs = parse_inputs(runner, vars)
+    key = json.dumps([inputs, project_files_stamp(runner.project_dir)], sort_keys=True, default=str)
+    environment = dict(os.environ)
+    if vars and vars.get("as_of") is not None:
+        environment[AS_OF_ENV] = str(vars["as_of"])
     manifest = _PARSED.get(key)
-    if manifest is None or not same_environment(manifest.env_vars):
-        result = runner.invoke("parse", "--no-write-json", vars=vars, check=False)
+    if manifest is None or not same_environment(manifest.env_vars, environment):
+        folder = hashlib.sha1(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        parser = replace(runner, target_path=TARGET_DIR / f"parse-{folder}")
+        parse_vars = {name: value for name, value in (vars or {}).items() if name in (*PARSE_VARS, "as_of")}
+        result = parser.invoke("parse", "--no-write-json", vars=parse_vars, check=False)
         if not result.success:
             return None
         manifest = _PARSED[key] = result.result
     return manifest
 
 
-def same_environment(parsed_with: dict[str, str]) -> bool:
-    """Whether every environment variable dbt read while parsing still has
-    the value it had (or is still unset, where a default was taken)."""
-    return all(os.environ.get(name, DEFAULT_ENV_PLACEHOLDER) == value for name, value in parsed_with.items())
+def same_environment(parsed_with: dict[str, str], environment: dict[str, str]) -> bool:
+    """Whether every environment variable dbt read while parsing has in
+    ``environment`` the value it had (or is still unset, where a default
+    was taken)."""
+    return all(environment.get(name, DEFAULT_ENV_PLACEHOLDER) == value for name, value in parsed_with.items())
 
 
 # The schema of a deployment is named by its fixture, not by its test: dbt

@@ -547,3 +547,89 @@ def test_properties_come_from_the_catalog_and_else_by_statement() -> None:
     assert unread.call("latecomer__table_property", "t", "absent") is None
     assert unread.call("latecomer__table_property", "t", "latecomer.inputs") == "f1"
     assert unread.call("latecomer__table_properties", "t") == {"latecomer.inputs": "f1", "format": "iceberg/parquet"}
+
+
+@dataclass
+class LogTablesAdapter:
+    """The adapter as the on-run-start hooks that ensure the logs see it:
+    ``cached`` are the tables dbt's relation cache holds."""
+
+    cached: set[str] = field(default_factory=set)
+    schemas_created: list[str] = field(default_factory=list)
+
+    def cached_table_exists(self, name: str) -> bool:
+        return name in self.cached
+
+    def create_schema(self, relation: Any) -> None:
+        self.schemas_created.append(relation.schema)
+
+    def get_relation(self, **kwargs: Any) -> Any:
+        return object()  # bronze's tables were landed
+
+
+# The logs the on-run-start hooks ensure (macros/landing_tables.sql), as their relations render.
+LOG_TABLES = {
+    "s_bronze.steward_decisions",
+    "s_bronze.hold_decisions",
+    "s_audit.table_restores",
+    "s_audit.publication_gate_log",
+    "s_audit.gold_change_manifest",
+    "s_audit.publication_hold_log",
+}
+
+
+class LogRelation:
+    """api.Relation as the hooks use it: a schema, and a table in it."""
+
+    def __init__(self, schema: str, identifier: str | None = None) -> None:
+        self.schema, self.identifier = schema, identifier
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.identifier}" if self.identifier else self.schema
+
+    @classmethod
+    def create(cls, schema: str, identifier: str | None = None, type: str | None = None) -> LogRelation:
+        return cls(schema, identifier)
+
+
+def log_tables(adapter: LogTablesAdapter) -> Rendered:
+    return load(
+        "macros/landing_tables.sql",
+        f"{PLATFORM}/versions/versioned_tables.sql",
+        f"{PLATFORM}/publication/gate.sql",
+        f"{PLATFORM}/publication/holds.sql",
+        f"{PLATFORM}/publication/change_manifest.sql",
+        adapter=adapter,
+        api=SimpleNamespace(Relation=LogRelation),
+        target=SimpleNamespace(schema="s", table_format="iceberg"),
+        flags=SimpleNamespace(WHICH="build"),
+        generate_schema_name=lambda name, node: f"s_{name}",
+        latecomer__retention_tblproperties=lambda: {},
+    )
+
+
+def created_tables(rendered: Rendered) -> set[str]:
+    return {sql.split(" (")[0].removeprefix("create table if not exists ") for _, _, sql in rendered.statements}
+
+
+def test_the_logs_the_cache_holds_are_not_created_again() -> None:
+    """Every build's on-run-start ensured six logs and their schemas, a
+    statement each; a log dbt's relation cache holds is now left alone."""
+    adapter = LogTablesAdapter()
+    rendered = log_tables(adapter)
+    rendered.call("ensure_landing_tables")
+    rendered.call("ensure_audit_tables")
+    assert created_tables(rendered) == LOG_TABLES
+    assert all(kind == "statement" for kind, _, _ in rendered.statements)
+
+    adapter = LogTablesAdapter(cached=set(LOG_TABLES))
+    rendered = log_tables(adapter)
+    rendered.call("ensure_landing_tables")
+    rendered.call("ensure_audit_tables")
+    assert rendered.statements == []
+
+    # one log dropped since: only it is created
+    adapter = LogTablesAdapter(cached=LOG_TABLES - {"s_audit.publication_hold_log"})
+    rendered = log_tables(adapter)
+    rendered.call("ensure_audit_tables")
+    assert created_tables(rendered) == {"s_audit.publication_hold_log"}

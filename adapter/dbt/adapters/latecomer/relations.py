@@ -146,8 +146,29 @@ class RelationsMixin(metaclass=AdapterMeta):
         return list(self._memo_once(f"{SCHEMAS_MEMO}:{database}", lambda: list(ask(database))))
 
     def create_schema(self, relation: Any) -> None:
+        """dbt-spark's ``create schema if not exists``, unless the schema is among
+        those listed in this invocation: the on-run-start hooks ensure the
+        schemas of their logs at every build, and each was a statement."""
+        schema = (relation.schema or "").lower()
+        if schema and schema in {name.lower() for name in self.list_schemas(relation.database)}:
+            return
         self._forget_schemas()
         super().create_schema(relation)
+
+    @available
+    def cached_table_exists(self, name: str) -> bool:
+        """Whether dbt's relation cache holds the table ``<schema>.<table>``, no
+        statement asked: false when it does not, or when the cache has not
+        listed that schema (the caller then runs its ``create table if not
+        exists``). The cache is filled before on-run-start and follows what
+        dbt creates and drops."""
+        schema, _, identifier = name.lower().rpartition(".")
+        if not schema or "." in schema or (None, schema) not in self.cache:
+            return False
+        return any(
+            relation.identifier.lower() == identifier and relation.type == "table"
+            for relation in self.cache.get_relations(None, schema)
+        )
 
     def drop_schema(self, relation: Any) -> None:
         """dbt-spark's ``drop schema ... cascade``, after dropping each of its relations on Iceberg.

@@ -32,7 +32,7 @@
 {% macro latecomer__table_restores_relation(create=false) -%}
     {%- set relation = api.Relation.create(
         schema=generate_schema_name('audit', none) | trim, identifier='table_restores', type='table') -%}
-    {%- if create -%}
+    {%- if create and not adapter.cached_table_exists(relation | string) -%}
         {%- do adapter.create_schema(relation) -%}
         {#- statement, not run_query: a DDL returns no result set on Thrift. -#}
         {%- call statement('create_table_restores') -%}
