@@ -17,32 +17,28 @@
             {%- endif -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- if not adapter.cached_table_exists(bronze_schema ~ '.steward_decisions') -%}
-        {%- call statement('ensure_steward_decisions') -%}
-        create table if not exists {{ bronze_schema }}.steward_decisions (
-            decision_id string,
-            bronze_row_id string,
-            decision string,
-            reason string,
-            actor string,
-            decided_at timestamp
-        ) using {{ target.table_format }}
-        comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.landing.steward)'
-        {%- endcall -%}
-    {%- endif -%}
-    {%- if not adapter.cached_table_exists(latecomer__hold_decisions_relation()) -%}
-        {%- call statement('ensure_hold_decisions') -%}
-        create table if not exists {{ latecomer__hold_decisions_relation() }} (
-            decision_id string,
-            hold_id string,
-            decision string,
-            reason string,
-            actor string,
-            decided_at timestamp
-        ) using {{ target.table_format }}
-        comment 'Append-only log of publication hold approve/reject decisions (python -m python_jobs.landing.steward holds)'
-        {%- endcall -%}
-    {%- endif -%}
+    {%- call latecomer__ensure_table('ensure_steward_decisions', bronze_schema ~ '.steward_decisions') -%}
+    (
+        decision_id string,
+        bronze_row_id string,
+        decision string,
+        reason string,
+        actor string,
+        decided_at timestamp
+    ) using {{ target.table_format }}
+    comment 'Append-only log of quarantine release/reject decisions (python -m python_jobs.landing.steward)'
+    {%- endcall -%}
+    {%- call latecomer__ensure_table('ensure_hold_decisions', latecomer__hold_decisions_relation()) -%}
+    (
+        decision_id string,
+        hold_id string,
+        decision string,
+        reason string,
+        actor string,
+        decided_at timestamp
+    ) using {{ target.table_format }}
+    comment 'Append-only log of publication hold approve/reject decisions (python -m python_jobs.landing.steward holds)'
+    {%- endcall -%}
     {{ return('') }}
 {% endmacro %}
 
@@ -53,82 +49,91 @@
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- do adapter.create_schema(api.Relation.create(schema=target.schema ~ '_audit')) -%}
     {%- do latecomer__table_restores_relation(create=true) -%}
-    {%- if not adapter.cached_table_exists(latecomer__gate_log_relation()) -%}
-        {%- call statement('ensure_gate_log') -%}
-            create table if not exists {{ latecomer__gate_log_relation() }} (
-                logged_run_at timestamp,
-                logged_at timestamp,
-                model string,
-                relation string,
-                decision string,
-                breaches string,
-                checks string,
-                override_reason string,
-                actor string,
-                invocation_id string
-            ) using {{ target.table_format }}
-            comment 'Append-only log of publication gate breaches: blocked, or overridden with a reason'
-        {%- endcall -%}
-    {%- endif -%}
-    {%- if not adapter.cached_table_exists(latecomer__manifest_relation()) -%}
-        {%- call statement('ensure_change_manifest') -%}
-            create table if not exists {{ latecomer__manifest_relation() }} (
-                invocation_id string,
-                run_started_at timestamp,
-                as_of timestamp,
-                code_version string,
-                model string,
-                relation string,
-                partition_value string,
-                row_key string,
-                change string,
-                before_values string,
-                after_values string,
-                before_row_version int,
-                after_row_version int,
-                before_table_version string,
-                after_table_version string,
-                restatement_reason string,
-                input_watermarks string,
-                backfill string,
-                actor string
-            ) using {{ target.table_format }}
-            comment 'Append-only change manifest: every gold row a run published or restated, before and after'
-            {%- if target.table_format == 'iceberg' %}
-            {#- published with the gold rows it describes (staged_publication.sql) #}
-            tblproperties ('write.wap.enabled' = 'true')
-            {%- endif %}
-        {%- endcall -%}
-    {%- endif -%}
-    {%- if not adapter.cached_table_exists(latecomer__hold_log_relation()) -%}
-        {%- call statement('ensure_hold_log') -%}
-            create table if not exists {{ latecomer__hold_log_relation() }} (
-                logged_run_at timestamp,
-                judged_at timestamp,
-                model string,
-                relation string,
-                hold_id string,
-                partition_value string,
-                event string,
-                group_values string,
-                checks_fired string,
-                breaches string,
-                published_values string,
-                pending_values string,
-                reasons string,
-                resolution_reason string,
-                actor string,
-                invocation_id string
-            ) using {{ target.table_format }}
-            comment 'Append-only log of publication holds: held, judged again, cleared, approved, rejected, overridden'
-            {%- if target.table_format == 'iceberg' %}
-            {#- published with the gold rows it keeps back (staged_publication.sql) #}
-            tblproperties ('write.wap.enabled' = 'true')
-            {%- endif %}
-        {%- endcall -%}
-    {%- endif -%}
+    {%- call latecomer__ensure_table('ensure_gate_log', latecomer__gate_log_relation()) -%}
+    (
+        logged_run_at timestamp,
+        logged_at timestamp,
+        model string,
+        relation string,
+        decision string,
+        breaches string,
+        checks string,
+        override_reason string,
+        actor string,
+        invocation_id string
+    ) using {{ target.table_format }}
+    comment 'Append-only log of publication gate breaches: blocked, or overridden with a reason'
+    {%- endcall -%}
+    {%- call latecomer__ensure_table('ensure_change_manifest', latecomer__manifest_relation()) -%}
+    (
+        invocation_id string,
+        run_started_at timestamp,
+        as_of timestamp,
+        code_version string,
+        model string,
+        relation string,
+        partition_value string,
+        row_key string,
+        change string,
+        before_values string,
+        after_values string,
+        before_row_version int,
+        after_row_version int,
+        before_table_version string,
+        after_table_version string,
+        restatement_reason string,
+        input_watermarks string,
+        backfill string,
+        actor string
+    ) using {{ target.table_format }}
+    comment 'Append-only change manifest: every gold row a run published or restated, before and after'
+    {%- if target.table_format == 'iceberg' %}
+    {#- published with the gold rows it describes (staged_publication.sql) #}
+    tblproperties ('write.wap.enabled' = 'true')
+    {%- endif %}
+    {%- endcall -%}
+    {%- call latecomer__ensure_table('ensure_hold_log', latecomer__hold_log_relation()) -%}
+    (
+        logged_run_at timestamp,
+        judged_at timestamp,
+        model string,
+        relation string,
+        hold_id string,
+        partition_value string,
+        event string,
+        group_values string,
+        checks_fired string,
+        breaches string,
+        published_values string,
+        pending_values string,
+        reasons string,
+        resolution_reason string,
+        actor string,
+        invocation_id string
+    ) using {{ target.table_format }}
+    comment 'Append-only log of publication holds: held, judged again, cleared, approved, rejected, overridden'
+    {%- if target.table_format == 'iceberg' %}
+    {#- published with the gold rows it keeps back (staged_publication.sql) #}
+    tblproperties ('write.wap.enabled' = 'true')
+    {%- endif %}
+    {%- endcall -%}
     {{ return('') }}
 {% endmacro %}
+
+
+{#- `create table if not exists <relation> <the call block's text>` as the
+    statement `name`, unless dbt's relation cache already holds the table
+    (adapter.cached_table_exists): the on-run-start hooks ensure their logs
+    at every build, and once the deployment exists each was a statement
+    that changed nothing. -#}
+{% macro latecomer__ensure_table(name, relation) -%}
+    {%- set definition = caller() -%}
+    {%- if not adapter.cached_table_exists(relation) -%}
+        {%- call statement(name) -%}
+        create table if not exists {{ relation }} {{ definition }}
+        {%- endcall -%}
+    {%- endif -%}
+{%- endmacro %}
 
 
 {#- The arrival metadata every landed row carries, in bronze's order: where a
