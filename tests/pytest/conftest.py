@@ -180,7 +180,7 @@ class Project:
                 vars=vars,
                 callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
                 check=expect_ok,
-                manifest=parsed_project(runner, vars) if reuse else None,
+                manifest=parsed_project(self, runner, target, vars) if reuse else None,
             )
         finally:
             _count_dbt_invocation(time.monotonic() - started)
@@ -239,38 +239,26 @@ def project_files_stamp(project_dir: Path) -> list[tuple[str, int, int]]:
     return stamp
 
 
-def parse_inputs(runner: DbtRunner, vars: dict[str, Any] | None) -> list[Any]:
-    """What a parse of ``runner``'s project depends on but its files: the
-    target, the schema, the environment variables the project reads while
-    parsing, and of ``vars`` only PARSE_VARS."""
-    return [
-        str(runner.project_dir), runner.target, runner.schema, [os.environ.get(name) for name in PARSE_ENV],
-        {name: value for name, value in (vars or {}).items() if name in PARSE_VARS},
-    ]  # fmt: skip
-
-
-def parsed_project(runner: DbtRunner, vars: dict[str, Any] | None) -> Any:
-    """The manifest of ``runner``'s project, parsed once per parse_inputs and
-    project files, and again when an environment variable dbt read while
-    parsing changed; none when it does not parse (the invocation then fails
-    as dbt would).
+def parsed_project(project: Project, runner: DbtRunner, target: str, vars: dict[str, Any] | None) -> Any:
+    """The manifest of ``runner``'s project, parsed once per parse folder,
+    project and project files, and again when an environment variable dbt
+    read while parsing changed; none when it does not parse (the invocation
+    then fails as dbt would).
 
     The parse gets only PARSE_VARS (and ``as_of``, which reaches dbt as
-    LATECOMER_AS_OF) in a folder of its own, so that dbt's partial parse
-    there survives the other vars changing: a new ``as_of`` parses again
-    only the two files that read it (the Python models' configs).
+    LATECOMER_AS_OF) in the parse folder of those vars alone, so that dbt's
+    partial parse there survives the other vars changing: a new ``as_of``
+    parses again only the two files that read it (the Python models' configs).
     """
-    inputs = parse_inputs(runner, vars)
-    key = json.dumps([inputs, project_files_stamp(runner.project_dir)], sort_keys=True, default=str)
+    parse_vars = {name: value for name, value in (vars or {}).items() if name in (*PARSE_VARS, "as_of")}
+    folder = project.parse_folder(target, parse_vars)
+    key = json.dumps([str(folder), str(runner.project_dir), project_files_stamp(runner.project_dir)])
     environment = dict(os.environ)
-    if vars and vars.get("as_of") is not None:
-        environment[AS_OF_ENV] = str(vars["as_of"])
+    if parse_vars.get("as_of") is not None:
+        environment[AS_OF_ENV] = str(parse_vars["as_of"])
     manifest = _PARSED.get(key)
     if manifest is None or not same_environment(manifest.env_vars, environment):
-        folder = hashlib.sha1(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        parser = replace(runner, target_path=TARGET_DIR / f"parse-{folder}")
-        parse_vars = {name: value for name, value in (vars or {}).items() if name in (*PARSE_VARS, "as_of")}
-        result = parser.invoke("parse", "--no-write-json", vars=parse_vars, check=False)
+        result = replace(runner, target_path=folder).invoke("parse", "--no-write-json", vars=parse_vars, check=False)
         if not result.success:
             return None
         manifest = _PARSED[key] = result.result
