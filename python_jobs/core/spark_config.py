@@ -528,6 +528,12 @@ def spark_conf(
             # on-run-end, on a connection of its own, would not find the run
             # branch its models wrote ("Ref does not exist").
             conf["spark.sql.catalog.spark_catalog.cache-enabled"] = "false"
+            # A commit that lost a race to another process's commit is
+            # retried on the new metadata: 4 times by Iceberg's default, which
+            # two landings appending to one table on a busy machine can use up
+            # (each loss waits for the winner's metastore lock). Tables this
+            # catalog creates retry 10 times.
+            conf["spark.sql.catalog.spark_catalog.table-default.commit.retry.num-retries"] = "10"
     else:
         conf.update(
             {

@@ -214,14 +214,30 @@ class Project:
 
 # The parsed project, kept for the whole run by what a parse depends on
 # (parsed_project): a build with the same as_of neither parses again nor
-# reads its partial parse, and a new combination of vars costs no full parse
-# (3 to 10 s): dbt's parse depends on no var the tests give but PARSE_VARS.
+# reads its partial parse, and a new value of a var that dbt's parse does not
+# read costs no full parse (3 to 10 s).
 _PARSED: dict[str, Any] = {}
-# The vars dbt's parse reads: the alerts' settings give their data tests'
-# severity (tests/monitoring), and the session gap is the Python model's meta
-# (models/silver/_silver__python_models.yml). test_dbt_parse.py checks that
-# no other var the tests give changes what dbt parses.
-PARSE_VARS = ("lateness_alerts", "session_gap_minutes")
+# The vars dbt's parse is known not to read: each is rendered only when a node
+# runs, never in a config, a meta or a ref. Every other var reaches the parse,
+# so a var added to the project is safe until it is listed here, and
+# test_dbt_parse.py gives each of these a value away from its default and
+# checks that nothing dbt parses changes.
+RUNTIME_VARS = (
+    "actor",
+    "backfill_end",
+    "backfill_mode",
+    "backfill_reason",
+    "backfill_releases_quarantine",
+    "backfill_start",
+    "data_tests",
+    "live_until_tier",
+    "period_close",
+    "publication_gate",
+    "publication_gate_override",
+    "source_watermarks",
+    "version_retention_margin_hours",
+    "volume_baseline_days",
+)
 # The folders and files dbt reads a project from, whose change makes it parse again.
 PROJECT_SOURCES = ("models", "macros", "seeds", "snapshots", "tests", "analyses", "dbt_project.yml", "profiles")
 
@@ -245,12 +261,13 @@ def parsed_project(project: Project, runner: DbtRunner, target: str, vars: dict[
     read while parsing changed; none when it does not parse (the invocation
     then fails as dbt would).
 
-    The parse gets only PARSE_VARS (and ``as_of``, which reaches dbt as
-    LATECOMER_AS_OF) in the parse folder of those vars alone, so that dbt's
-    partial parse there survives the other vars changing: a new ``as_of``
-    parses again only the two files that read it (the Python models' configs).
+    The parse gets every var but RUNTIME_VARS (``as_of`` reaches dbt as
+    LATECOMER_AS_OF too) in the parse folder of those vars alone, so that
+    dbt's partial parse there survives the runtime vars changing: a new
+    ``as_of`` parses again only the two files that read it (the Python
+    models' configs).
     """
-    parse_vars = {name: value for name, value in (vars or {}).items() if name in (*PARSE_VARS, "as_of")}
+    parse_vars = {name: value for name, value in (vars or {}).items() if name not in RUNTIME_VARS}
     folder = project.parse_folder(target, parse_vars)
     key = json.dumps([str(folder), str(runner.project_dir), project_files_stamp(runner.project_dir)])
     environment = dict(os.environ)

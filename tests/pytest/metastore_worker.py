@@ -70,6 +70,8 @@ def iceberg(args: argparse.Namespace) -> dict[str, Any]:
         by_who = spark.sql(f"select who, count(*) as n from {ICEBERG_TABLE} group by who").collect()
         result["rows_by_who"] = {row["who"]: row["n"] for row in by_who}
         result["snapshots"] = spark.sql(f"select count(*) from {ICEBERG_TABLE}.snapshots").first()[0]
+        properties = spark.sql(f"show tblproperties {ICEBERG_TABLE}").collect()
+        result["properties"] = {row["key"]: row["value"] for row in properties}
     spark.stop()
     return result
 

@@ -1,7 +1,8 @@
 """The test harness parses the project once for many invocations
-(conftest.parsed_project): sound only while what dbt parses does not depend
-on the vars the tests give, but for conftest.PARSE_VARS. Parsed here, with
-no Spark, once without vars and once with every var the tests give."""
+(conftest.parsed_project), and hands it only the vars not in
+conftest.RUNTIME_VARS: sound only while what dbt parses depends on none of
+those. Parsed here, with no Spark, once without vars and once with every
+runtime var away from its default."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ import pytest
 import yaml
 
 from python_jobs.core.dbt_runner import DbtRunner
-from tests.pytest.conftest import PARSE_VARS, ROOT, TEST_TARGET
+from tests.pytest.conftest import ROOT, RUNTIME_VARS, TEST_TARGET
 from tests.pytest.test_scd2 import OPEN_GATE
 
-# The vars of the scenario tests, each set away from its default.
+# Each of RUNTIME_VARS, set away from its default.
 TEST_VARS = {
+    "actor": "a tester",
+    "backfill_releases_quarantine": False,
+    "data_tests": "all",
+    "live_until_tier": "month_end",
+    "version_retention_margin_hours": 24,
     "backfill_start": "2024-03-09",
     "backfill_end": "2024-03-10",
     "backfill_reason": "dedup fix",
@@ -56,7 +62,7 @@ def without_vars(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_the_tests_vars_change_nothing_dbt_parses(without_vars: dict[str, Any], tmp_path: Path) -> None:
-    assert not set(TEST_VARS) & set(PARSE_VARS)
+    assert set(TEST_VARS) == set(RUNTIME_VARS)
     with_vars = parsed(tmp_path, "test_vars", TEST_VARS)
     assert with_vars.keys() == without_vars.keys()
     assert {key for key in with_vars if with_vars[key] != without_vars[key]} == set()
@@ -75,15 +81,18 @@ def alert_settings() -> dict[str, Any]:
         ("lateness_alerts", alert_settings(), "test.latecomer.alert_late_share", ("severity", "ERROR")),
         # A Python model reads the gap from its meta, rendered when dbt parses.
         ("session_gap_minutes", 5, "model.latecomer.silver_sessions", ("meta", "5")),
+        # The completeness window is the meta of the two completeness models.
+        ("completeness_window_days", 3, "model.latecomer.gold_completeness", ("meta", "3")),
     ],
 )
 def test_the_vars_read_while_parsing_are_parse_vars(
     without_vars: dict[str, Any], tmp_path: Path, name: str, value: Any, node: str, parsed_as: tuple[str, Any]
 ) -> None:
-    """Why each of PARSE_VARS is one: giving it changes one node's config."""
-    assert name in PARSE_VARS
+    """Why a var read while parsing is not a runtime var: giving it changes
+    a node's config."""
+    assert name not in RUNTIME_VARS
     with_vars = parsed(tmp_path, name, {name: value})
-    assert {key for key in with_vars if with_vars[key] != without_vars[key]} == {node}
+    assert node in {key for key in with_vars if with_vars[key] != without_vars[key]}
     key, expected = parsed_as
     config = with_vars[node][0][key]
     assert str(config.get(name) if key == "meta" else config).upper() == expected

@@ -175,6 +175,8 @@ def test_two_processes_append_to_one_iceberg_table_at_once_and_lose_nothing(shar
     assert checker["distinct_ids"] == expected
     assert checker["rows_by_who"] == {who: APPENDS * ROWS for who in WORKERS}
     assert checker["snapshots"] == APPENDS * len(WORKERS), "one snapshot per append, none lost"
+    # A commit that lost a race is retried more often than Iceberg's default 4 (spark_config).
+    assert checker["properties"].get("commit.retry.num-retries") == "10"
     # The appends ran at the same time: each worker's first append began
     # before the other's last one ended.
     windows = {who: (result["appends"][0][0], result["appends"][-1][1]) for who, result in results.items()}
