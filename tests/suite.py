@@ -62,6 +62,7 @@ DELTA_SCENARIOS = (
     "tests/pytest/test_run_clock.py",
     "tests/pytest/test_run_lock.py",
     "tests/pytest/test_scd2.py",
+    "tests/pytest/test_schema_changes.py",
     "tests/pytest/test_source_freshness.py",
     "tests/pytest/test_versions.py",
 )

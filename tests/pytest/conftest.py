@@ -122,6 +122,8 @@ class Project:
     project_dir: Path = ROOT
     # dbt's log messages (not debug) of the last invocation.
     messages: list[str] = field(default_factory=list)
+    # The SQL statements of the last invocation, as dbt logged them (its SQLQuery events).
+    statements: list[str] = field(default_factory=list)
     # The target folder of the last invocation: its artifacts (change_manifest.json, ...; dbt's with write_json).
     artifacts: Path | None = None
 
@@ -170,6 +172,7 @@ class Project:
             schema=self.schema,
         )
         self.messages = []
+        self.statements = []
         started = time.monotonic()
         try:
             # dbt writes manifest.json only when it parses, and `dbt parse` is itself the parse.
@@ -178,12 +181,18 @@ class Project:
                 *args,
                 *([] if write_json else ["--no-write-json"]),
                 vars=vars,
-                callbacks=[lambda event: event.info.level != "debug" and self.messages.append(event.info.msg)],
+                callbacks=[self._keep],
                 check=expect_ok,
                 manifest=parsed_project(self, runner, target, vars) if reuse else None,
             )
         finally:
             _count_dbt_invocation(time.monotonic() - started)
+
+    def _keep(self, event: Any) -> None:
+        if event.info.level != "debug":
+            self.messages.append(event.info.msg)
+        elif event.info.name == "SQLQuery":
+            self.statements.append(event.data.sql)
 
     def build(self, as_of: str, select: str | None = None, **more_vars: Any) -> dbtRunnerResult:
         selection = ["--select", select] if select else []
@@ -240,6 +249,26 @@ RUNTIME_VARS = (
 )
 # The folders and files dbt reads a project from, whose change makes it parse again.
 PROJECT_SOURCES = ("models", "macros", "seeds", "snapshots", "tests", "analyses", "dbt_project.yml", "profiles")
+
+
+def project_copy(folder: Path, edits: list[tuple[str, str, str]]) -> Path:
+    """A copy of the project in ``folder``, with each ``(path, old, new)`` of
+    ``edits`` made in its file (``old`` found there once): a deployment built
+    by the copy runs a changed model on the same tables."""
+    folder.mkdir()
+    for name in PROJECT_SOURCES:
+        source = ROOT / name
+        if name == "tests":
+            shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns("pytest"))
+        elif source.is_dir():
+            shutil.copytree(source, folder / name)
+        elif source.exists():
+            shutil.copy(source, folder / name)
+    for path, old, new in edits:
+        text = (folder / path).read_text()
+        assert text.count(old) == 1, f"{path}: {old!r} found {text.count(old)} times"
+        (folder / path).write_text(text.replace(old, new))
+    return folder
 
 
 def project_files_stamp(project_dir: Path) -> list[tuple[str, int, int]]:

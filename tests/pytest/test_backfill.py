@@ -12,7 +12,6 @@ one left. Expected answers come from the plain-Python reference
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -20,7 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.pytest.conftest import GATE_OVERRIDE, ROOT, Project, Webhook, version_count, version_parents
+from tests.pytest.conftest import (
+    GATE_OVERRIDE,
+    ROOT,
+    Project,
+    Webhook,
+    project_copy,
+    version_count,
+    version_parents,
+)
 from tooling.reference import Arrival, arrivals_from_lines, expected_daily_revenue
 
 # (gold_daily_revenue_causes: its data test checks that the causes of every
@@ -232,22 +239,16 @@ def test_change_manifest_of_a_backfill(deployment: Deployment) -> None:
 
 
 def test_replay_repairs_a_wrong_dedup_rule(deployment: Deployment, tmp_path: Path) -> None:
-    # A copy of the project whose silver merge lets the EARLIER arrival win.
-    wrong = tmp_path / "wrong_project"
-    wrong.mkdir()
-    for name in ("dbt_project.yml", "models", "macros", "seeds", "snapshots", "analyses"):
-        source = ROOT / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, wrong / name)
-    shutil.copytree(ROOT / "tests", wrong / "tests", ignore=shutil.ignore_patterns("pytest"))
-    # The batch ranks its arrivals (macros/silver/event_batch.sql); the model
+    # A copy of the project whose silver merge lets the EARLIER arrival win:
+    # the batch ranks its arrivals (macros/silver/event_batch.sql); the model
     # compares the winner with the stored row.
-    for path, old, new in (
-        (wrong / "macros" / "silver" / "event_batch.sql", "arrival_ts desc", "arrival_ts asc"),
-        (wrong / "models" / "silver" / "silver_events.sql", ") > named_struct(", ") < named_struct("),
-    ):
-        text = path.read_text()
-        assert text.count(old) == 1
-        path.write_text(text.replace(old, new))
+    wrong = project_copy(
+        tmp_path / "wrong_project",
+        [
+            ("macros/silver/event_batch.sql", "arrival_ts desc", "arrival_ts asc"),
+            ("models/silver/silver_events.sql", ") > named_struct(", ") < named_struct("),
+        ],
+    )
 
     deployment.land("first.ndjson", REDELIVERY_FIRST, "2024-03-12T00:00:00+00:00")
     deployment.land("second.ndjson", REDELIVERY_SECOND, "2024-03-12T00:30:00+00:00")

@@ -32,7 +32,8 @@ TREE_TYPE_NAMES = {"long": "bigint", "integer": "int", "short": "smallint", "byt
 class RelationsMixin(metaclass=AdapterMeta):
     """LatecomerAdapter's overrides of dbt-spark's relation, column and schema calls.
 
-    Uses the adapter's ``_columns`` (kept columns) and ``_memo`` (``MemoMixin``).
+    Uses the adapter's ``_columns`` (kept columns), ``_memo`` (``MemoMixin``)
+    and ``_session`` (``PublicationMixin``).
     """
 
     def _build_spark_relation_list(self, row_list: Any, relation_info_func: Callable[[Any], Any]) -> list[Any]:
@@ -97,6 +98,28 @@ class RelationsMixin(metaclass=AdapterMeta):
             f"{column.name.lower()} {TREE_TYPE_NAMES.get(column.dtype.lower(), column.dtype.lower())}"
             for column in columns
         )
+
+    @available
+    def query_has_columns_of(self, sql: str, relation: Any) -> bool:
+        """Whether the query ``sql`` returns exactly ``relation``'s columns:
+        the same names and types in the same order, as Spark's plan of the
+        query gives them (nothing runs, nothing is created) and as
+        ``columns_signature`` spells the relation's.
+
+        False whenever it cannot tell: on a Thrift target (no session of this
+        process), for a query Spark cannot plan, or for a nested column, whose
+        type the relation cache's schema tree names without its parts. The
+        caller then checks as dbt does, through a staging view.
+        """
+        spark = self._session()
+        if spark is None:
+            return False
+        try:
+            fields = spark.sql(sql)._jdf.schema().fields()
+        except Exception:  # noqa: BLE001 - any failure to plan: the caller's own check will say why
+            return False
+        planned = ", ".join(f"{field.name().lower()} {field.dataType().catalogString()}" for field in fields)
+        return planned == self.columns_signature(relation)
 
     def get_missing_columns(self, from_relation: Any, to_relation: Any) -> list[Any]:
         """The columns of ``from_relation`` that ``to_relation`` lacks, names compared as Spark does.

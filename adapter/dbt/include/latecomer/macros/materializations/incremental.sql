@@ -4,8 +4,12 @@
     * a model that sets no file_format is written in the target's table format
       (the adapter's pre_model_hook sets it; the default here is the same);
     * a model whose SQL said it has no row this run (latecomer__skip_write)
-      and asks no schema check (on_schema_change ignore) creates no staging
-      view: nothing is planned;
+      creates no staging view, when it asks no schema check (on_schema_change
+      ignore) or when its query returns the table's columns as they are
+      (adapter.query_has_columns_of: Spark plans the query in the session,
+      the table's columns come from the relation cache). A changed schema
+      still goes through the staging view and dbt's check, which fails or
+      adds the columns as on_schema_change says;
     * a model configured with skip_if_inputs_unchanged=True writes nothing
       (a Python model runs no Python) when the tables it reads are at the
       versions its last run read (latecomer__recomputed_decision, with
@@ -82,10 +86,11 @@
     {{ log(model.name ~ ': inputs unchanged since its last run, ' ~ target_relation ~ ' left unchanged', info=true) }}
     {%- do latecomer__record_no_rows_written(target_relation) -%}
     {%- do store_result('main', response='inputs unchanged') -%}
-  {%- elif latecomer__write_skipped() and strategy in ('append', 'merge') and on_schema_change == 'ignore' -%}
+  {%- elif latecomer__write_skipped() and strategy in ('append', 'merge') and language == 'sql'
+        and (on_schema_change == 'ignore' or adapter.query_has_columns_of(compiled_code, existing_relation)) -%}
     {#-- The model said while rendering that it has no row this run
-         (latecomer__skip_write), and no schema check is asked for: the
-         staging view would only be planned and described. --#}
+         (latecomer__skip_write), and its schema check has nothing to find:
+         the staging view would only be planned and described. --#}
     {{ log(model.name ~ ': ' ~ latecomer__write_skipped() ~ ', ' ~ target_relation ~ ' left unchanged', info=true) }}
     {%- do latecomer__record_no_rows_written(target_relation) -%}
     {%- do store_result('main', response='nothing new') -%}
