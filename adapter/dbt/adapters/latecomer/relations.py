@@ -27,6 +27,15 @@ SCHEMAS_MEMO = "adapter:list_schemas"
 # Types `show table extended`'s schema tree names as Spark's internals do,
 # by the names `describe` gives them.
 TREE_TYPE_NAMES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
+# A nested type as that tree names it: without its parts.
+NESTED_WITHOUT_PARTS = re.compile(r" (array|map|struct)(,|$)")
+
+
+def _signature(columns: list[Any]) -> str:
+    """Columns as lower-case ``name type`` pairs, types by the names ``describe`` gives them."""
+    return ", ".join(
+        f"{column.name.lower()} {TREE_TYPE_NAMES.get(column.dtype.lower(), column.dtype.lower())}" for column in columns
+    )
 
 
 class RelationsMixin(metaclass=AdapterMeta):
@@ -94,10 +103,7 @@ class RelationsMixin(metaclass=AdapterMeta):
             columns = self.parse_columns_from_information(relation)
         else:
             columns = self.get_columns_in_relation(relation)
-        return ", ".join(
-            f"{column.name.lower()} {TREE_TYPE_NAMES.get(column.dtype.lower(), column.dtype.lower())}"
-            for column in columns
-        )
+        return _signature(columns)
 
     @available
     def query_has_columns_of(self, sql: str, relation: Any) -> bool:
@@ -106,10 +112,12 @@ class RelationsMixin(metaclass=AdapterMeta):
         query gives them (nothing runs, nothing is created) and as
         ``columns_signature`` spells the relation's.
 
-        False whenever it cannot tell: on a Thrift target (no session of this
-        process), for a query Spark cannot plan, or for a nested column, whose
-        type the relation cache's schema tree names without its parts. The
-        caller then checks as dbt does, through a staging view.
+        A table with a nested column, whose type the relation cache's schema
+        tree names without its parts (``array``), is described instead (one
+        statement, kept for the invocation). False whenever it cannot tell: on
+        a Thrift target (no session of this process), or for a query Spark
+        cannot plan. The caller then checks as dbt does, through a staging
+        view.
         """
         spark = self._session()
         if spark is None:
@@ -119,7 +127,10 @@ class RelationsMixin(metaclass=AdapterMeta):
         except Exception:  # noqa: BLE001 - any failure to plan: the caller's own check will say why
             return False
         planned = ", ".join(f"{field.name().lower()} {field.dataType().catalogString()}" for field in fields)
-        return planned == self.columns_signature(relation)
+        cached = self.columns_signature(relation)
+        if planned != cached and NESTED_WITHOUT_PARTS.search(cached):
+            return planned == _signature(self.get_columns_in_relation(relation))
+        return planned == cached
 
     def get_missing_columns(self, from_relation: Any, to_relation: Any) -> list[Any]:
         """The columns of ``from_relation`` that ``to_relation`` lacks, names compared as Spark does.
