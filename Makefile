@@ -127,9 +127,11 @@ ADAPTER_TARGET ?= session
 test-adapter: install
 	ADAPTER_FORMAT=$(ADAPTER_FORMAT) ADAPTER_TARGET=$(ADAPTER_TARGET) $(BIN)/python -m pytest tests/adapter $(TESTS)
 
-## lint: ruff, then sqlfluff (sparksql) on every core (--processes 0), after check-project and docs-site
+## lint: ruff (its rules and its format), then sqlfluff (sparksql) on every core (--processes 0), after check-project
+##   and docs-site
 lint: install check-project docs-site
 	$(BIN)/ruff check python_jobs tooling adapter tests lint
+	$(BIN)/ruff format --check python_jobs tooling adapter tests lint
 	$(BIN)/sqlfluff lint --processes 0 models snapshots tests
 
 ## check-project: `dbt parse` (unit tests included, no Spark), then dbt-score holds the project's rules on the

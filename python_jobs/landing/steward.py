@@ -303,8 +303,10 @@ def holds_command(spark: SparkSession, args: argparse.Namespace) -> int:
     try:
         DbtRunner(REPO_ROOT, schema=args.schema).invoke("build", vars=build_vars)
     except DbtRunError as error:
-        print(f"steward: error: the replay failed ({error}); run it again: dbt build --vars "
-              f"'{json.dumps(build_vars)}'", file=sys.stderr)
+        print(
+            f"steward: error: the replay failed ({error}); run it again: dbt build --vars '{json.dumps(build_vars)}'",
+            file=sys.stderr,
+        )
         return 1
     print(f"steward: hold {hold['hold_id']} rejected; silver and gold are back to what was published")
     return 0

@@ -49,9 +49,7 @@ def main() -> int:
     for batch in sample_batches():
         path = SEEDS / "landing" / batch["file_name"]
         print(f"\n== batch {batch['batch_no']} ({batch['scenario']}): {batch['description']}")
-        code = ingest.main(
-            ["--source", batch["source_system"], "--arrival-ts", batch["arrival_ts"], str(path)]
-        )
+        code = ingest.main(["--source", batch["source_system"], "--arrival-ts", batch["arrival_ts"], str(path)])
         if code:
             return code
         latest_arrival = max(latest_arrival, batch["arrival_ts"])

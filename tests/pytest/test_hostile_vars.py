@@ -19,8 +19,8 @@ import pytest
 from python_jobs.landing import steward
 from tests.pytest.conftest import Project, tables_in
 
-ACTOR = "O'Brien \\ \"ops\""
-REASON = "partner's \"resend\" \\ day 2"
+ACTOR = 'O\'Brien \\ "ops"'
+REASON = 'partner\'s "resend" \\ day 2'
 OVERRIDE = "it's a test: tiny sample"
 # A JSON escape in the file: the parsed event_id holds the control characters.
 HOSTILE_ID = "late\u001b]0;owned\u0007\u001b[31m"
@@ -69,8 +69,10 @@ def built(module_project: Project, tmp_path_factory: pytest.TempPathFactory) -> 
         json.dumps(order("on-time", "2024-03-08T10:00:00Z", 10)).encode(),
         json.dumps(order(HOSTILE_ID, "2024-01-02T10:00:00Z", 5)).encode(),  # beyond the last tier: quarantined
         RAW_LINE.encode(),
-        (json.dumps(order("two-1", "2024-03-08T11:00:00Z", 7)) + json.dumps(order("two-2", "2024-03-08T11:00:00Z", 8)))
-        .encode(),
+        (
+            json.dumps(order("two-1", "2024-03-08T11:00:00Z", 7))
+            + json.dumps(order("two-2", "2024-03-08T11:00:00Z", 8))
+        ).encode(),
         json.dumps(order("bytes-?", "2024-03-08T12:00:00Z", 9)).encode().replace(b"?", b"\xff"),
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")

@@ -372,12 +372,16 @@ def test_the_correction_after_final_is_explained_in_its_hour_and_its_week(sample
     """w-1003's correction (120.00 -> 100.00 on 2024-01-15, a Monday) is one of
     the causes of its hour and of its week, from before each existed."""
     [event] = sample.table("silver", "silver_events").where("event_id = 'w-1003'").collect()
-    hour = sample.table("gold", "gold_hourly_revenue").where(
-        f"event_date = '2024-01-15' and source_system = 'web' and event_hour = {event.event_ts.hour}"
-    ).first()
-    week = sample.table("gold", "gold_weekly_revenue").where(
-        "week_start_date = '2024-01-15' and source_system = 'web'"
-    ).first()
+    hour = (
+        sample.table("gold", "gold_hourly_revenue")
+        .where(f"event_date = '2024-01-15' and source_system = 'web' and event_hour = {event.event_ts.hour}")
+        .first()
+    )
+    week = (
+        sample.table("gold", "gold_weekly_revenue")
+        .where("week_start_date = '2024-01-15' and source_system = 'web'")
+        .first()
+    )
     hour_label = f"2024-01-15 {event.event_ts.hour:02d}:00 web"
     for args, label, row in (
         ({"event_date": "2024-01-15", "event_hour": event.event_ts.hour}, hour_label, hour),

@@ -86,9 +86,7 @@ def test_without_a_choice_a_small_local_store_takes_the_short_profile(
     assert "-XX:TieredStopAtLevel=1" not in driver_options(master="local[2]"), "the environment's choice wins"
 
 
-def test_the_environment_chooses_how_expressions_are_evaluated(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_the_environment_chooses_how_expressions_are_evaluated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("LATECOMER_CODEGEN", raising=False)
     pinned_jars_in(tmp_path, monkeypatch)
     interpreted = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
