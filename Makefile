@@ -161,7 +161,7 @@ thrift-stop: install
 ##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options);
 ##   then the late batch and nothing new as users run them: each `dbt build` a new process, and through a
 ##   Thrift server (BENCH_ARGS="--as-users 0" leaves that out)
-bench: install
+bench: install $(KAFKA_STAMP)
 	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 
 ## bench-smoke: the same at a tiny scale, both formats (what tests/pytest/test_bench_smoke.py checks on one)
@@ -179,7 +179,7 @@ $(PEERS_STAMP):
 	rm -f $(PEERS_VENV)/.installed-* && touch $@
 
 ## bench-peers: the benchmark with SQLMesh's variant too (installs it in .venv-peers first)
-bench-peers: install $(PEERS_STAMP)
+bench-peers: install $(PEERS_STAMP) $(KAFKA_STAMP)
 	$(BIN)/python -m tooling.bench --variants incremental,lookback,full_refresh,floor,nothing_new,microbatch,sqlmesh $(BENCH_ARGS)
 
 ## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")

@@ -302,6 +302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tooling.bench.side_by_side import run_formats
 
         return run_formats(argv, cfg.mode, cfg.results_dir)
+    if cfg.stream_events and not sweep:
+        # The Kafka stage runs last: its broker's jars are fetched (or found
+        # missing, with the way to fetch them) before the runs, not after them.
+        from python_jobs.operations import kafka_broker
+
+        try:
+            kafka_broker.fetch(sys.stdout)
+        except kafka_broker.KafkaBrokerError as error:
+            print(f"bench: error: {error}", file=sys.stderr)
+            return 2
     # Before Spark starts: the results dir's own metastore and warehouse, one per format.
     os.environ["LATECOMER_STATE_DIR"] = str(state_dir_for(cfg.results_dir, cfg.table_format))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
