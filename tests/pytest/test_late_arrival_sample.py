@@ -221,6 +221,16 @@ def test_second_build_changes_nothing(sample: Project, monkeypatch: pytest.Monke
     causes_id = '"node_id": "model.latecomer.gold_daily_revenue_causes"'
     assert not [sql for sql in sent if causes_id in sql and ("insert" in sql or "min(from_position)" in sql)]
 
+    # The restated gold models decided while rendering that nothing they read
+    # had moved, so their SQL read no high-water mark (latecomer__skips_unchanged_inputs);
+    # and with no row appended to the change manifest, the run's end read none back.
+    restated = {run.node.name for run in runs.values() if getattr(run.node.config, "materialized", None) == "restated"}
+    assert len(restated) == 6
+    assert {m.split(":")[0] for m in sample.messages if m.endswith("left as it is")} >= restated
+    hwm_reads = [sql for sql in sent if "max(source_changed_run_at)" in sql]
+    assert not [sql for sql in hwm_reads if any(f'"node_id": "model.latecomer.{name}"' in sql for name in restated)]
+    assert not [sql for sql in sent if "gold_change_manifest where invocation_id" in sql]
+
 
 def test_one_late_event_restates_only_its_partition(sample: Project, write_ndjson) -> None:
     before = gold_rows(sample)

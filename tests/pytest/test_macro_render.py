@@ -276,10 +276,10 @@ class Column:
 
 
 @dataclass
-class RestatedAdapter:
-    """What the restated write path asks of the adapter: columns, the status epoch, Delta's commit notes."""
+class RestatedAdapter(Memo):
+    """What the restated write path asks of the adapter: the memo, columns, the status epoch, Delta's commit notes."""
 
-    steps: list[str]
+    steps: list[str] = field(default_factory=list)
 
     def get_columns_in_relation(self, relation: Any) -> list[Column]:
         return [Column(name) for name in COLUMNS]
@@ -322,7 +322,7 @@ def restated(
             }
         ),
         latecomer__partition_column=lambda column: column,
-        adapter=RestatedAdapter(steps),
+        adapter=RestatedAdapter(steps=steps),
         api=type("Api", (), {"Relation": type("R", (), {"create": staticmethod(lambda **kw: kw["identifier"])})}),
         latecomer__table_properties=lambda relation: {"latecomer.inputs": stored} if stored else {},
         latecomer__current_version=lambda relation, properties=None: next(versions),

@@ -22,13 +22,31 @@
     (latecomer__high_water_mark_floor() on a first or full-refresh run): a high-water mark. -#}
 {% macro latecomer__high_water_mark(column, relation=none) -%}
     {%- set relation = relation or this -%}
-    {%- if execute and is_incremental() -%}
+    {%- if execute and is_incremental() and not latecomer__skips_unchanged_inputs() -%}
         {%- set value = run_query("select cast(max(" ~ column ~ ") as string) from " ~ relation).columns[0].values()[0] -%}
         {%- if value is not none -%}
             {{ return("cast('" ~ value ~ "' as timestamp)") }}
         {%- endif -%}
     {%- endif -%}
     {{ return(latecomer__high_water_mark_floor()) }}
+{%- endmacro %}
+
+{#- Whether the model being rendered, stored and not being rebuilt
+    (is_incremental), will be left as it is because nothing it reads moved
+    since its last evaluation: a restated model's step 0, or an incremental
+    model's with skip_if_inputs_unchanged, each decided once per invocation.
+    Its SQL then never runs, so the high-water marks it would start from are
+    not queried. Only in a build or run of the model: `dbt compile` writes
+    the SQL a run with something new would run. -#}
+{% macro latecomer__skips_unchanged_inputs() -%}
+    {%- if not latecomer__spills_while_rendering() or not is_incremental() -%}
+        {{ return(false) }}
+    {%- elif config.get('materialized') == 'restated' -%}
+        {{ return(latecomer__restated_decision()['unchanged']) }}
+    {%- elif config.get('skip_if_inputs_unchanged', false) -%}
+        {{ return(latecomer__recomputed_decision()['unchanged']) }}
+    {%- endif -%}
+    {{ return(false) }}
 {%- endmacro %}
 
 {#- Whether the query `sql` returns a row (true while parsing, and in unit

@@ -45,16 +45,14 @@
     {%- set existing_relation = load_relation(this) -%}
     {%- set rebuild = existing_relation is none or should_full_refresh() -%}
     {%- set layout = latecomer__restated_layout() -%}
-    {#- The table's properties and version as this run found it (one query):
-        step 0's fingerprint and the manifest's version before the write. -#}
-    {%- set properties = {} if existing_relation is none else latecomer__table_properties(target_relation) -%}
-    {%- set before_version = none if existing_relation is none else latecomer__current_version(target_relation, properties) -%}
+    {%- set decision = latecomer__restated_decision() -%}
+    {%- set properties = decision['properties'] -%}
+    {%- set before_version = decision['before_version'] -%}
 
     {{ run_hooks(pre_hooks) }}
 
     {#- 0. skip -#}
-    {%- set fingerprint = none if rebuild or backfill_window() else latecomer__restated_fingerprint(own_version=before_version) -%}
-    {%- if fingerprint is not none and latecomer__restated_recorded_fingerprint(existing_relation, properties) == fingerprint -%}
+    {%- if decision['unchanged'] -%}
         {{ log(model.name ~ ': inputs unchanged since the last run, ' ~ target_relation ~ ' left as it is', info=true) }}
         {%- do latecomer__record_no_rows_written(target_relation) -%}
         {#- dbt's result of the node, without a Spark statement to make it -#}
@@ -147,6 +145,31 @@
     status moves: python_jobs/core/status_clock.py), so a later as_of that
     moves no status keeps the fingerprint (own_version: that version, when
     the caller has just read it). None where versions cannot be read. -#}
+{#- Step 0 of the current restated model, decided once per invocation (the
+    model's SQL asks it while rendering: latecomer__skips_unchanged_inputs):
+    `properties` and `before_version`, the table's as this run found it (the
+    manifest's version before the write), and `unchanged`, whether the
+    fingerprint of what it reads equals the one its last evaluation recorded. -#}
+{% macro latecomer__restated_decision() %}
+    {%- set key = 'restated_decision:' ~ model.unique_id -%}
+    {%- if not adapter.memo_has(key) -%}
+        {%- set existing_relation = load_relation(this) -%}
+        {%- set rebuild = existing_relation is none or should_full_refresh() -%}
+        {%- set properties = {} if existing_relation is none
+            else latecomer__table_properties(this.incorporate(type='table')) -%}
+        {%- set before_version = none if existing_relation is none
+            else latecomer__current_version(this.incorporate(type='table'), properties) -%}
+        {%- set fingerprint = none if rebuild or backfill_window()
+            else latecomer__restated_fingerprint(own_version=before_version) -%}
+        {%- set unchanged = fingerprint is not none
+            and latecomer__restated_recorded_fingerprint(existing_relation, properties) == fingerprint -%}
+        {%- do adapter.memo_set(key, {'unchanged': unchanged, 'properties': properties,
+                                      'before_version': before_version}) -%}
+    {%- endif -%}
+    {{ return(adapter.memo_get(key)) }}
+{% endmacro %}
+
+
 {% macro latecomer__restated_fingerprint(own_version=none) %}
     {%- set inputs = latecomer__inputs_fingerprint(with_as_of=false) -%}
     {%- if latecomer__versions_table_format() == 'delta' -%}

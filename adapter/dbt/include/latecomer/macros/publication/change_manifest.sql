@@ -36,6 +36,8 @@
     {{ log(model.name ~ ': change manifest, table version ' ~ before_version ~ ' -> ' ~ after_version, info=true) }}
     {#- Published with the gold rows it describes. -#}
     {%- do latecomer__stage_for_publication(latecomer__manifest_relation()) -%}
+    {#- The run has manifest rows to report (latecomer__write_change_manifest). -#}
+    {%- do adapter.memo_set('change_manifest_appended', true) -%}
     {%- call statement('record_change_manifest') -%}
     insert into {{ latecomer__manifest_relation() }}
     select
@@ -89,11 +91,12 @@
     {%- if adapter.get_relation(database=none, schema=target.schema ~ '_audit', identifier='gold_change_manifest') is none -%}
         {{ return('') }}
     {%- endif -%}
+    {#- Read unless no model appended to the manifest in this invocation. -#}
     {%- set table = run_query("select * from " ~ latecomer__manifest_relation() ~ " where invocation_id = '" ~ invocation_id
-        ~ "' order by model, partition_value, row_key") -%}
-    {%- if table.rows | length == 0 -%}
+        ~ "' order by model, partition_value, row_key") if adapter.memo_has('change_manifest_appended') else none -%}
+    {%- if table is none or table.rows | length == 0 -%}
         {%- if holds is not none and holds.rows | length > 0 -%}
-            {%- do latecomer__write_restatement_digest(table, holds, as_of_given() or run_started_at) -%}
+            {%- do latecomer__write_restatement_digest([], holds, as_of_given() or run_started_at) -%}
         {%- endif -%}
         {{ return('') }}
     {%- endif -%}
