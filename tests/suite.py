@@ -53,16 +53,25 @@ LOGS = ROOT / "target"
 # corrections, deletions, quarantine, restated gold and staged publication;
 # publication holds; the SCD2 dimension; versions, restore and maintenance;
 # data tests answered from the table versions they passed on; silver's
-# change capture; the run clock; source freshness; the run lock.
+# change capture; the run clock; source freshness; the run lock; schema
+# changes; landing into bronze; the Python models (sessions, completeness);
+# lateness monitoring. Left to Iceberg's step: the checks of hostile vars and
+# dbt's unit tests (inline fixtures, no table of the format read), and the
+# long ones (the backfills, the period close, the 45-day schedule, the
+# benchmark's smoke run), which `make test-delta` runs.
 DELTA_SCENARIOS = (
     "tests/pytest/test_change_capture.py",
+    "tests/pytest/test_completeness.py",
+    "tests/pytest/test_ingest.py",
     "tests/pytest/test_late_arrival_sample.py",
+    "tests/pytest/test_lateness_monitoring.py",
     "tests/pytest/test_passed_tests.py",
     "tests/pytest/test_publication_holds.py",
     "tests/pytest/test_run_clock.py",
     "tests/pytest/test_run_lock.py",
     "tests/pytest/test_scd2.py",
     "tests/pytest/test_schema_changes.py",
+    "tests/pytest/test_sessionize.py",
     "tests/pytest/test_source_freshness.py",
     "tests/pytest/test_versions.py",
 )
