@@ -138,13 +138,6 @@
 {% endmaterialization %}
 
 
-{#- What a restated model's rows depend on: latecomer__inputs_fingerprint without the
-    as_of itself, the table's own current version (a restore, or any write
-    but this model's, makes the next run evaluate it again) and the status
-    epoch of as_of (the last instant before it at which some partition's
-    status moves: python_jobs/core/status_clock.py), so a later as_of that
-    moves no status keeps the fingerprint (own_version: that version, when
-    the caller has just read it). None where versions cannot be read. -#}
 {#- Step 0 of the current restated model, decided once per invocation (the
     model's SQL asks it while rendering: latecomer__skips_unchanged_inputs):
     `properties` and `before_version`, the table's as this run found it (the
@@ -170,6 +163,13 @@
 {% endmacro %}
 
 
+{#- What a restated model's rows depend on: latecomer__inputs_fingerprint without the
+    as_of itself, the table's own current version (a restore, or any write
+    but this model's, makes the next run evaluate it again) and the status
+    epoch of as_of (the last instant before it at which some partition's
+    status moves: python_jobs/core/status_clock.py), so a later as_of that
+    moves no status keeps the fingerprint (own_version: that version, when
+    the caller has just read it). None where versions cannot be read. -#}
 {% macro latecomer__restated_fingerprint(own_version=none) %}
     {%- set inputs = latecomer__inputs_fingerprint(with_as_of=false) -%}
     {%- if latecomer__versions_table_format() == 'delta' -%}
