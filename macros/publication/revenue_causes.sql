@@ -100,8 +100,7 @@
         every step up to then (config skip_if_inputs_unchanged: the
         incremental materialization then writes nothing): no row can have
         moved, so nothing is spilled or asked. -#}
-    {%- set unchanged = latecomer__spills_while_rendering() and is_incremental()
-        and config.get('skip_if_inputs_unchanged', false) and latecomer__recomputed_decision()['unchanged'] %}
+    {%- set unchanged = latecomer__skips_unchanged_inputs() %}
 
     {#- The model's query reads `moved` four times and the bound's query once
         more, each time a scan of gold and of every explanation so far: in a
