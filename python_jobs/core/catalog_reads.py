@@ -20,15 +20,53 @@ read from its log, is :func:`python_jobs.core.commit_metadata.last_commit`.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
+from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
 # The properties SHOW TBLPROPERTIES leaves out, as Spark 3.5 does
 # (CatalogV2Util.TABLE_RESERVED_PROPERTIES): DESCRIBE shows them.
 RESERVED_PROPERTIES = frozenset({"comment", "location", "owner", "provider", "external", "is_managed_location"})
+SPARK_SESSION = "org.apache.spark.sql.SparkSession"
+# JVM classes and static methods, looked up once per gateway (java_class, java_static).
+_LOOKED_UP: dict[tuple[Any, ...], Any] = {}
+
+
+def java_class(spark: Any, name: str) -> Any:
+    """The JVM class ``name`` (fully qualified), found once per gateway.
+
+    py4j resolves ``spark._jvm.org.apache...Class`` with a round trip to the
+    JVM for each dotted part, and the reads here run hundreds of times a
+    build: a build with nothing new on the sample spent about a third of
+    its time in such calls outside its statements (docs/benchmark.md).
+    """
+    client = spark._jvm._gateway_client
+    key = (client, name)
+    if key not in _LOOKED_UP:
+        _LOOKED_UP[key] = JavaClass(name, client)
+    return _LOOKED_UP[key]
+
+
+def java_static(spark: Any, class_name: str, method: str) -> Any:
+    """The static method ``method`` of the JVM class ``class_name``, found once
+    per gateway (py4j asks the JVM what a class's member is at each lookup)."""
+    key = (spark._jvm._gateway_client, class_name, method)
+    if key not in _LOOKED_UP:
+        _LOOKED_UP[key] = getattr(java_class(spark, class_name), method)
+    return _LOOKED_UP[key]
+
+
+def _as_json(spark: Any, value: Any) -> Any:
+    """A JVM map (or list) as Python values, in one call to the JVM: py4j
+    fetches a map's keys and values one round trip each."""
+    key = (spark._jvm._gateway_client, "json")
+    if key not in _LOOKED_UP:
+        _LOOKED_UP[key] = java_class(spark, "com.fasterxml.jackson.databind.ObjectMapper")()
+    return json.loads(_LOOKED_UP[key].writeValueAsString(value))
 
 
 @contextlib.contextmanager
@@ -41,16 +79,15 @@ def _active(spark: Any) -> Iterator[Any]:
     statement does (tests/pytest/test_versions.py). The thread's active
     session is put back afterwards.
     """
-    sessions = spark._jvm.org.apache.spark.sql.SparkSession
-    before = sessions.getActiveSession()
-    sessions.setActiveSession(spark._jsparkSession)
+    before = java_static(spark, SPARK_SESSION, "getActiveSession")()
+    java_static(spark, SPARK_SESSION, "setActiveSession")(spark._jsparkSession)
     try:
         yield spark._jsparkSession
     finally:
         if before.isDefined():
-            sessions.setActiveSession(before.get())
+            java_static(spark, SPARK_SESSION, "setActiveSession")(before.get())
         else:
-            sessions.clearActiveSession()
+            java_static(spark, SPARK_SESSION, "clearActiveSession")()
 
 
 def iceberg_current_snapshot(spark: Any, table: str, branch: str | None = None) -> str | None:
@@ -63,7 +100,7 @@ def iceberg_current_snapshot(spark: Any, table: str, branch: str | None = None) 
     """
     try:
         with _active(spark) as session:
-            loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(session, table)
+            loaded = java_static(spark, "org.apache.iceberg.spark.Spark3Util", "loadIcebergTable")(session, table)
             snapshot = loaded.currentSnapshot() if branch is None else loaded.snapshot(branch)
     except (Py4JError, PySparkException):
         # PySpark turns the JVM's errors into its own (IllegalArgumentException:
@@ -87,16 +124,16 @@ def table_properties(spark: Any, table: str) -> dict[str, str] | None:
     parts = table.replace("`", "").split(".")
     if len(parts) != 2:
         return None
-    jvm = spark._jvm
     try:
         with _active(spark) as session:
-            namespace = spark.sparkContext._gateway.new_array(jvm.String, 1)
+            namespace = spark.sparkContext._gateway.new_array(java_class(spark, "java.lang.String"), 1)
             namespace[0] = parts[0]
-            identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, parts[1])
+            identifier_of = java_static(spark, "org.apache.spark.sql.connector.catalog.Identifier", "of")
+            identifier = identifier_of(namespace, parts[1])
             loaded = session.sessionState().catalogManager().v2SessionCatalog().loadTable(identifier)
             if loaded.getClass().getName() == "org.apache.spark.sql.connector.catalog.V1Table":
                 return None
-            properties = dict(loaded.properties())
+            properties = _as_json(spark, loaded.properties())
     except (Py4JError, PySparkException):
         return None
     return {str(key): str(value) for key, value in properties.items() if key not in RESERVED_PROPERTIES}

@@ -18,6 +18,8 @@ from typing import Any
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 
+from python_jobs.core.catalog_reads import java_class, java_static
+
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # DESCRIBE HISTORY's operation of the commits a restated model's write makes
 # (a MERGE, or the create or replace of a first build or --full-refresh).
@@ -65,16 +67,16 @@ def last_commit(spark: Any, table: str) -> dict[str, Any] | None:
     a commit file elsewhere): the caller then asks DESCRIBE HISTORY, whose
     error, if any, names the problem.
     """
-    jvm, session = spark._jvm, spark._jsparkSession
+    session = spark._jsparkSession
     try:
         identifier = session.sessionState().sqlParser().parseTableIdentifier(table)
         catalog_table = session.sessionState().catalog().getTableMetadata(identifier)
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session, catalog_table)
-        unset = jvm.scala.Option.empty()
+        log = java_static(spark, "org.apache.spark.sql.delta.DeltaLog", "forTable")(session, catalog_table)
+        unset = java_static(spark, "scala.Option", "empty")()
         version = log.update(False, unset, unset).version()
         if version < 0:
             return None
-        commit_file = jvm.org.apache.hadoop.fs.Path(log.logPath(), f"{version:020d}.json")
+        commit_file = java_class(spark, "org.apache.hadoop.fs.Path")(log.logPath(), f"{version:020d}.json")
         lines = log.store().read(commit_file, log.newDeltaHadoopConf())
         # One line per action, each fetched from the JVM: stop at the commit's
         # info (Delta writes it first), not after a large write's file actions.

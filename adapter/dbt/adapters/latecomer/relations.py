@@ -123,10 +123,13 @@ class RelationsMixin(metaclass=AdapterMeta):
         if spark is None:
             return False
         try:
-            fields = spark.sql(sql)._jdf.schema().fields()
+            # The schema in one call to the JVM, not three per column; PySpark's
+            # type names are Spark's catalog names but for a nested field name
+            # that needs quoting, which then compares unequal (False: checked as dbt does).
+            fields = spark.sql(sql).schema.fields
         except Exception:  # noqa: BLE001 - any failure to plan: the caller's own check will say why
             return False
-        planned = ", ".join(f"{field.name().lower()} {field.dataType().catalogString()}" for field in fields)
+        planned = ", ".join(f"{field.name.lower()} {field.dataType.simpleString()}" for field in fields)
         cached = self.columns_signature(relation)
         if planned != cached and NESTED_WITHOUT_PARTS.search(cached):
             return planned == _signature(self.get_columns_in_relation(relation))
