@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop bench bench-smoke bench-peers bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop driver-start driver-status driver-stop bench bench-smoke bench-peers bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -155,6 +155,14 @@ thrift-status: install
 	$(BIN)/python -m python_jobs.operations.thrift_server status
 thrift-stop: install
 	$(BIN)/python -m python_jobs.operations.thrift_server stop
+
+## driver-start: a warm driver that `dbt build` and the other commands on the state dir attach to (docs/warm-driver.md)
+driver-start: install
+	$(BIN)/python -m python_jobs.operations.warm_driver start
+driver-status: install
+	$(BIN)/python -m python_jobs.operations.warm_driver status
+driver-stop: install
+	$(BIN)/python -m python_jobs.operations.warm_driver stop
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
 ##   vs the floor (a plain PySpark job), and a build with nothing new, on Iceberg and on Delta Lake side by side

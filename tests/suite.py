@@ -14,7 +14,7 @@ first; when one ends the next starts:
   iceberg-processes  PROCESS_TESTS on Iceberg: the tests that start processes
                      of their own (the fault injection, the Thrift server, the
                      shared catalog and its load test, the streams and their
-                     Kafka broker);
+                     Kafka broker, the warm driver);
   adapter-iceberg    dbt's adapter suite on Iceberg, on the session target;
   adapter-iceberg-thrift  its basic suite on a Thrift server.
 
@@ -83,6 +83,7 @@ PROCESS_TESTS = (
     "tests/pytest/test_shared_metastore.py",
     "tests/pytest/test_stream.py",
     "tests/pytest/test_thrift_server.py",
+    "tests/pytest/test_warm_driver.py",
 )
 # The steps' sessions evaluate expressions without generating code
 # (spark_config.CODEGEN_SETTINGS): over small tables much of a build went to

@@ -89,6 +89,8 @@ from urllib.parse import unquote, urlparse
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from python_jobs.core import warm_driver
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Cluster resources: set only when their variable is, so a cluster manager's
 # own defaults (or spark-defaults.conf) apply otherwise.
@@ -558,8 +560,13 @@ def get_spark(
     master: str | None = None,
     connectors: tuple[str, ...] = (),
     jvm_profile: str | None = None,
+    attach: bool = True,
 ) -> SparkSession:
-    """The process's Spark session, created from :func:`spark_conf` if needed."""
+    """The process's Spark session, created from :func:`spark_conf` if needed.
+
+    With ``attach``, a new session in the warm driver of the state dir when
+    one runs with the same settings (:mod:`python_jobs.core.warm_driver`).
+    """
     if SparkContext._active_spark_context is not None:
         # Reuse the running session (dbt runs models on worker threads, where
         # getActiveSession() may not see it).
@@ -567,6 +574,13 @@ def get_spark(
     table_format = table_format or os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg")
     conf = spark_conf(table_format, master, jvm_profile, connectors)
     create_state_dirs(conf)
+    if attach:
+        try:
+            session = warm_driver.attach(state_dir(), table_format, conf, CODEGEN_SETTINGS[codegen_mode()])
+        except warm_driver.WarmDriverError as exc:
+            raise SparkConfigError(str(exc)) from None
+        if session is not None:
+            return session
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():
         builder = builder.config(key, value)

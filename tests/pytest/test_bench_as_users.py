@@ -105,3 +105,18 @@ def test_the_report_puts_the_new_process_beside_this_one():
     assert "| nothing new | 9.5 (9.0 - 10.0) | 25.2 (25.2 - 25.2) |" in lines
     assert any("the same as in this process" in line for line in lines)
     assert _as_users_lines(summary, None) == []
+
+
+def test_the_warm_driver_column_stands_beside_the_cold_one():
+    summary = {"incremental": {"build_seconds": 30.0, "build_seconds_min": 29.0, "build_seconds_max": 31.0}}
+    runs = [
+        {"mode": "cold", "kind": "incremental", "seconds": 61.0, "same_as_in_process": True},
+        {"mode": "driver", "kind": "incremental", "seconds": 35.0, "same_as_in_process": True},
+        {"mode": "driver", "kind": "incremental", "seconds": 37.0, "same_as_in_process": True},
+    ]
+    measured = as_users.summarize(runs)
+    assert measured["driver"]["incremental"]["build_seconds"] == 36.0
+    lines = _as_users_lines(summary, {"runs": runs, "summary": measured})
+    header = next(line for line in lines if line.startswith("| | in this process"))
+    assert header.index("in a new process") < header.index("attached to a warm driver")
+    assert "| late batch | 30.0 (29.0 - 31.0) | 61.0 (61.0 - 61.0) | 36.0 (35.0 - 37.0) |" in lines

@@ -46,7 +46,7 @@ from tooling.bench.config import AS_USERS_MODES, FORMATS, NOTHING_NEW, BenchConf
 LATE = "incremental"
 # The in-process variants measured again as a schedule runs them.
 KINDS = (LATE, NOTHING_NEW)
-COLD, SERVER = MODES = AS_USERS_MODES
+COLD, SERVER, DRIVER = MODES = AS_USERS_MODES
 # Through the Thrift server: its dbt target, and what that target cannot
 # build (dbt-spark runs Python models in a session only). Iceberg only: a
 # Delta table is put back by changing its folder's files, which a running
@@ -54,6 +54,9 @@ COLD, SERVER = MODES = AS_USERS_MODES
 SERVER_TARGET = "thrift"
 SERVER_EXCLUDE = "tag:python"
 SERVER_FORMATS = ("iceberg",)
+# Attached to a warm driver: Iceberg only, for the same reason (the driver's
+# JVM caches Delta's log as the server's does).
+DRIVER_FORMATS = ("iceberg",)
 # A dbt run_results.json status that fails the benchmark.
 FAILED = ("fail", "error")
 
@@ -127,6 +130,8 @@ def measure(
         runs += _cold(cfg, vars_of, repeat, points, work, expected)
     if SERVER in modes and cfg.table_format in SERVER_FORMATS:
         runs += _server(cfg, report, vars_of, repeat, expected)
+    if DRIVER in modes and cfg.table_format in DRIVER_FORMATS:
+        runs += _driver(cfg, vars_of, repeat, points, work, expected)
     return {"runs": runs, "summary": summarize(runs)}
 
 
@@ -137,9 +142,14 @@ def _cold(
     points: Path,
     work: Path,
     expected: Mapping[str, Any],
+    mode: str = COLD,
 ) -> list[dict[str, Any]]:
-    """Each build a new process; the tables put back by a child process before each."""
-    target_path = cfg.results_dir / f"target-{cfg.table_format}-{COLD}"
+    """Each build a new process; the tables put back by a child process before each.
+
+    With a warm driver running (``mode`` DRIVER), every process attaches to
+    it, and one untimed build of each kind warms it first.
+    """
+    target_path = cfg.results_dir / f"target-{cfg.table_format}-{mode}"
     env = _user_env(cfg)
     # What a schedule's previous build leaves: the partial parse for these vars.
     as_of, vars = vars_of(LATE)
@@ -149,16 +159,37 @@ def _cold(
         output = parsed.stdout[-2000:] + parsed.stderr[-2000:]
         raise RuntimeError(f"dbt parse failed (exit {parsed.returncode}): {output}")
     runs: list[dict[str, Any]] = []
-    for number in range(repeat):
-        for kind in order(number):
+    where = "attached to a warm driver" if mode == DRIVER else "in a new process"
+    for number in range(-1 if mode == DRIVER else 0, repeat):  # -1: the driver's warm-up, untimed
+        for kind in order(max(number, 0)):
             _check(runs, _restore(cfg, points, kind, work, check=bool(runs)), expected)
-            cfg.log(f"bench: as users run it, {number + 1}/{repeat}: {kind}, dbt build in a new process")
+            cfg.log(f"bench: as users run it, {'warm-up' if number < 0 else f'{number + 1}/{repeat}'}: "
+                    f"{kind}, dbt build {where}")  # fmt: skip
             as_of, vars = vars_of(kind)
-            seconds = _timed_build(build_command(cfg, vars, target_path), target_path, env, as_of, f"{kind}, {COLD}")
-            runs.append({"mode": COLD, "kind": kind, "repeat": number + 1, "seconds": seconds})
+            seconds = _timed_build(build_command(cfg, vars, target_path), target_path, env, as_of, f"{kind}, {mode}")
+            run = {"mode": mode, "kind": kind, "repeat": number + 1, "seconds": seconds}
+            runs.append(run | ({"warm_up": True} if number < 0 else {}))
     # The last build's result is read, and the late batch's start put back, as the in-process runs leave it.
     _check(runs, _restore(cfg, points, LATE, work, check=bool(runs)), expected)
-    return runs
+    return [run for run in runs if not run.get("warm_up")]
+
+
+def _driver(
+    cfg: BenchConfig,
+    vars_of: Callable[[str], tuple[str, dict[str, Any]]],
+    repeat: int,
+    points: Path,
+    work: Path,
+    expected: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """The new processes of :func:`_cold`, each attached to one warm driver."""
+    env = _user_env(cfg)
+    driver = [sys.executable, "-m", "python_jobs.operations.warm_driver"]
+    subprocess.run([*driver, "start", "--table-format", cfg.table_format, "--timeout", "600"], env=env, check=True)
+    try:
+        return _cold(cfg, vars_of, repeat, points, work, expected, mode=DRIVER)
+    finally:
+        subprocess.run([*driver, "stop"], env=env, check=False)
 
 
 def _server(

@@ -130,8 +130,8 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         parser.add_argument(
             "--as-users-modes",
             default=",".join(AS_USERS_MODES),
-            help="how those builds run: cold (a new process each) and server (through a Thrift server, "
-            "Iceberg only) (default %(default)s)",
+            help="how those builds run: cold (a new process each), server (through a Thrift server, "
+            "Iceberg only) and driver (attached to a warm driver, Iceberg only) (default %(default)s)",
         )
     parser.add_argument(
         "--no-tests",

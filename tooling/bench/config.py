@@ -40,8 +40,9 @@ PEERS = (MICROBATCH, SQLMESH)
 VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW, MICROBATCH)
 OPTIONAL_VARIANTS = (SQLMESH,)
 # How the as-users phase runs its builds (tooling.bench.as_users): each a new
-# process (a cold JVM), or a new dbt process through a Thrift server (a warm one).
-AS_USERS_MODES = ("cold", "server")
+# process (a cold JVM), a new dbt process through a Thrift server (a warm one),
+# or a new dbt process attached to a warm driver (python_jobs/core/warm_driver.py).
+AS_USERS_MODES = ("cold", "server", "driver")
 # The incremental build of the project with --candidate-patch applied, from the
 # same starting tables: what a proposed change saves, and that gold is unchanged.
 PATCHED = "patched"

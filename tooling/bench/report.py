@@ -433,6 +433,7 @@ def _as_users_lines(summary: dict[str, Any], as_users: dict[str, Any] | None) ->
     headers = {
         "cold": "`dbt build` in a new process (cold JVM), s",
         "server": "`dbt build` through a Thrift server (warm JVM; Python models left out), s",
+        "driver": "`dbt build` attached to a warm driver (warm JVM), s",
     }
 
     def cell(times: dict[str, Any] | None) -> str:
@@ -449,9 +450,10 @@ def _as_users_lines(summary: dict[str, Any], as_users: dict[str, Any] | None) ->
         "",
         "In this process the JVM is warm after the initial build. A scheduled `dbt build` is a new process: "
         "Python, dbt and a JVM start, and the JVM compiles the build's code as it goes. Through a running "
-        "Thrift server, dbt starts anew but the server's JVM stays warm (one untimed build of each kind "
-        "first). Each build is timed from its start to its exit, from the same starting tables; gold and "
-        "silver came out " + ("the same as in this process." if same else "**different from this process's**."),
+        "Thrift server, or attached to a warm driver, dbt starts anew but the JVM stays warm (one untimed "
+        "build of each kind first). Each build is timed from its start to its exit, from the same starting "
+        "tables; gold and silver came out "
+        + ("the same as in this process." if same else "**different from this process's**."),
         "",
         "| | in this process (warm JVM), s | " + " | ".join(headers[mode] for mode in modes) + " |",
         "|---|---:|" + "---:|" * len(modes),
