@@ -82,6 +82,7 @@ take precedence over it.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -90,6 +91,9 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from python_jobs.core import warm_driver
+
+# One thread starts (or attaches) the process's session; others wait for it.
+_STARTING = threading.Lock()
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Cluster resources: set only when their variable is, so a cluster manager's
@@ -567,10 +571,17 @@ def get_spark(
     With ``attach``, a new session in the warm driver of the state dir when
     one runs with the same settings (:mod:`python_jobs.core.warm_driver`).
     """
-    if SparkContext._active_spark_context is not None:
-        # Reuse the running session (dbt runs models on worker threads, where
-        # getActiveSession() may not see it).
-        return SparkSession.builder.getOrCreate()
+    with _STARTING:
+        if SparkContext._active_spark_context is not None:
+            # Reuse the running session (dbt runs models on worker threads, where
+            # getActiveSession() may not see it).
+            return SparkSession.builder.getOrCreate()
+        return _start_session(table_format, master, connectors, jvm_profile, attach)
+
+
+def _start_session(
+    table_format: str | None, master: str | None, connectors: tuple[str, ...], jvm_profile: str | None, attach: bool
+) -> SparkSession:
     table_format = table_format or os.environ.get("LATECOMER_TABLE_FORMAT", "iceberg")
     conf = spark_conf(table_format, master, jvm_profile, connectors)
     create_state_dirs(conf)
