@@ -149,26 +149,17 @@ docs: install
 docs-site: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir target/site
 
-thrift-start: install
-	$(BIN)/python -m python_jobs.operations.thrift_server start
-thrift-status: install
-	$(BIN)/python -m python_jobs.operations.thrift_server status
-thrift-stop: install
-	$(BIN)/python -m python_jobs.operations.thrift_server stop
-
-## driver-start: a warm driver that `dbt build` and the other commands on the state dir attach to (docs/warm-driver.md)
-driver-start: install
-	$(BIN)/python -m python_jobs.operations.warm_driver start
-driver-status: install
-	$(BIN)/python -m python_jobs.operations.warm_driver status
-driver-stop: install
-	$(BIN)/python -m python_jobs.operations.warm_driver stop
+## thrift-start, thrift-status, thrift-stop: a Spark Thrift Server for the thrift target (docs/thrift-server.md)
+## driver-start, driver-status, driver-stop: a warm driver that `dbt build` and the other commands on the state dir
+##   attach to (docs/warm-driver.md)
+thrift-start thrift-status thrift-stop driver-start driver-status driver-stop: install
+	$(BIN)/python -m python_jobs.operations.$(if $(filter thrift-%,$@),thrift_server,warm_driver) $(lastword $(subst -, ,$@))
 
 ## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
 ##   vs the floor (a plain PySpark job), and a build with nothing new, on Iceberg and on Delta Lake side by side
 ##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options);
-##   then the late batch and nothing new as users run them: each `dbt build` a new process, and through a
-##   Thrift server (BENCH_ARGS="--as-users 0" leaves that out)
+##   then the late batch and nothing new as users run them: each `dbt build` a new process, through a
+##   Thrift server, and attached to a warm driver (BENCH_ARGS="--as-users 0" leaves that out)
 bench: install $(KAFKA_STAMP)
 	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
 

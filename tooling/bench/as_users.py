@@ -27,6 +27,7 @@ schedule's previous build would have left.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -34,7 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -131,7 +132,8 @@ def measure(
     if SERVER in modes and cfg.table_format in SERVER_FORMATS:
         runs += _server(cfg, report, vars_of, repeat, expected)
     if DRIVER in modes and cfg.table_format in DRIVER_FORMATS:
-        runs += _driver(cfg, vars_of, repeat, points, work, expected)
+        with _warm_driver(cfg):
+            runs += _cold(cfg, vars_of, repeat, points, work, expected, mode=DRIVER)
     return {"runs": runs, "summary": summarize(runs)}
 
 
@@ -174,20 +176,14 @@ def _cold(
     return [run for run in runs if not run.get("warm_up")]
 
 
-def _driver(
-    cfg: BenchConfig,
-    vars_of: Callable[[str], tuple[str, dict[str, Any]]],
-    repeat: int,
-    points: Path,
-    work: Path,
-    expected: Mapping[str, Any],
-) -> list[dict[str, Any]]:
-    """The new processes of :func:`_cold`, each attached to one warm driver."""
+@contextlib.contextmanager
+def _warm_driver(cfg: BenchConfig) -> Iterator[None]:
+    """A warm driver on the benchmark's state dir while the block runs."""
     env = _user_env(cfg)
     driver = [sys.executable, "-m", "python_jobs.operations.warm_driver"]
     subprocess.run([*driver, "start", "--table-format", cfg.table_format, "--timeout", "600"], env=env, check=True)
     try:
-        return _cold(cfg, vars_of, repeat, points, work, expected, mode=DRIVER)
+        yield
     finally:
         subprocess.run([*driver, "stop"], env=env, check=False)
 
