@@ -147,24 +147,27 @@ def say(message: str) -> None:
     print(f"latecomer: {message}", file=sys.stderr, flush=True)
 
 
+def has_turn(lock: IO[str]) -> bool:
+    """Lock the open lock file without waiting; False while another process holds it."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def take_turn(state: Path, handle: Handle) -> IO[str]:
     """Hold the driver's lock for this process's life; wait while another command holds it."""
     lock = (state / LOCK_FILE).open("a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if has_turn(lock):
         return lock
-    except BlockingIOError:
-        pass
     wait_s = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT_S)
     say(f"the warm driver (pid {handle.pid}) is serving another command; waiting up to {wait_s:.0f} s for it")
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if has_turn(lock):
             return lock
-        except BlockingIOError:
-            continue
     lock.close()
     raise WarmDriverError(
         f"the warm driver (pid {handle.pid}) served another command for more than {wait_s:.0f} s; "

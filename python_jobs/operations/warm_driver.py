@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import signal
 import subprocess
@@ -104,12 +103,10 @@ def turns_served(state: Path) -> int:
 def idle_turn(state: Path) -> IO[str] | None:
     """The lock file, locked, when no command holds it; None while one does."""
     lock = (state / warm_driver.LOCK_FILE).open("a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.close()
-        return None
-    return lock
+    if warm_driver.has_turn(lock):
+        return lock
+    lock.close()
+    return None
 
 
 def serve(table_format: str) -> int:
