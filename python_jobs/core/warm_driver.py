@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from python_jobs.core.processes import process_alive, runs
+
 # Written by the driver; read by the commands that attach.
 HANDLE_FILE = "warm_driver.json"
 LOCK_FILE = "warm_driver.lock"
@@ -52,7 +54,7 @@ WAIT_ENV = "LATECOMER_WARM_DRIVER_WAIT_S"
 DEFAULT_WAIT_S = 900.0
 # The driver's command line names this module's runner, which tells a live
 # driver from a recycled pid.
-SERVE_MARK = b"python_jobs.operations.warm_driver"
+SERVE_MARK = "python_jobs.operations.warm_driver"
 # Settings a command may differ on from the driver: the JVM's options are the
 # driver's once it runs, and the code generation mode is set per session.
 SESSION_KEYS = ("spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
@@ -103,19 +105,7 @@ def handle_path(state: Path) -> Path:
 
 def serves(pid: int) -> bool:
     """True while ``pid`` is a live warm driver (not a recycled pid)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # another user's process: not a driver of ours
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if not cmdline.parent.exists():
-        return True  # no /proc (macOS): trust the file
-    try:
-        return SERVE_MARK in cmdline.read_bytes()
-    except OSError:
-        return False
+    return process_alive(pid) and runs(pid, SERVE_MARK)
 
 
 def read_handle(state: Path) -> Handle | None:

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from python_jobs.core.processes import log_tail, process_alive, runs, terminate
 from python_jobs.core.spark_config import REPO_ROOT, private_dir, state_dir
 from python_jobs.operations.metastore_class_path import maven_package, pinned_problems, pins
 from python_jobs.operations.metastore_state import MetastoreError, free_port
-from python_jobs.operations.thrift_server import java_executable, process_alive, runs_class, terminate
+from python_jobs.operations.thrift_server import java_executable
 
 HOST = "127.0.0.1"
 POM = REPO_ROOT / "jvm" / "kafka" / "pom.xml"
@@ -190,7 +191,7 @@ def read_pid_file(folder: Path) -> Broker | None:
         pid, port = (int(value) for value in pid_file.read_text().split())
     except (FileNotFoundError, ValueError):
         return None
-    if process_alive(pid) and runs_class(pid, BROKER_CLASS):
+    if process_alive(pid) and runs(pid, BROKER_CLASS):
         return Broker(pid, port, folder)
     pid_file.unlink(missing_ok=True)
     return None
@@ -202,8 +203,9 @@ def wait_until_started(process: subprocess.Popen[bytes], log: Path, timeout_s: f
         if STARTED in log.read_text(errors="replace"):
             return
         if process.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-            raise KafkaBrokerError(f"the Kafka broker exited ({process.returncode}) while starting; {log}:\n{tail}")
+            raise KafkaBrokerError(
+                f"the Kafka broker exited ({process.returncode}) while starting; {log}:\n{log_tail(log)}"
+            )
         time.sleep(0.3)
     terminate(process.pid, STOP_TIMEOUT_S)
     raise KafkaBrokerError(f"the Kafka broker did not start within {timeout_s:.0f} s; see {log}")

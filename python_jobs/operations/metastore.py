@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import TextIO
 from xml.sax.saxutils import escape
 
+from python_jobs.core.processes import log_tail, process_alive, runs, terminate
 from python_jobs.core.spark_config import local_folder, private_dir, state_dir, warehouse_location
 from python_jobs.operations.metastore_class_path import class_path, fetch, verified_home
 from python_jobs.operations.metastore_postgres import Cluster, external_database
@@ -95,10 +96,9 @@ from python_jobs.operations.metastore_state import (
     exclusive,
     free_port,
     say,
-    tail,
     write_private,
 )
-from python_jobs.operations.thrift_server import java_executable, port_in_use, process_alive, runs_class, terminate
+from python_jobs.operations.thrift_server import java_executable, port_in_use
 
 DEFAULT_PORT = 9083
 DEFAULT_TIMEOUT_S = 120.0
@@ -179,7 +179,7 @@ def ensure_schema(home: Path, files: Files, out: TextIO) -> None:
     if result.returncode != 0:
         raise MetastoreError(
             f"Hive's schema tool could not create the metastore's tables (exit {result.returncode}); "
-            f"see {files.schema_log}; last lines:\n{tail(files.schema_log)}"
+            f"see {files.schema_log}; last lines:\n{log_tail(files.schema_log)}"
         )
     say(out, f"metastore: Hive metastore schema created in {time.monotonic() - started:.1f}s")
 
@@ -193,7 +193,7 @@ def read_pid_file(files: Files) -> Running | None:
     except ValueError:
         files.pid_file.unlink(missing_ok=True)
         return None
-    if process_alive(pid) and runs_class(pid, MAIN_CLASS):
+    if process_alive(pid) and runs(pid, MAIN_CLASS):
         return Running(pid, port)
     files.pid_file.unlink(missing_ok=True)
     return None
@@ -269,7 +269,7 @@ def launch(home: Path, files: Files, port: int, out: TextIO, timeout_s: float) -
             if process.poll() is not None:
                 raise MetastoreError(
                     f"The metastore service died during startup (exit {process.returncode}); see "
-                    f"{files.log_file}; last lines:\n{tail(files.log_file)}"
+                    f"{files.log_file}; last lines:\n{log_tail(files.log_file)}"
                 )
             if time.monotonic() - started > timeout_s:
                 raise MetastoreError(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from python_jobs.core.processes import process_alive
 from python_jobs.core.spark_config import private_dir
 from python_jobs.operations.metastore_state import (
     DB_NAME,
@@ -32,7 +33,7 @@ from python_jobs.operations.metastore_state import (
     say,
     write_private,
 )
-from python_jobs.operations.thrift_server import port_in_use, process_alive
+from python_jobs.operations.thrift_server import port_in_use
 
 
 def postgres_bin(data_dir: Path) -> Path:

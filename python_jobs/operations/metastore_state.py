@@ -1,7 +1,7 @@
 """What the parts of the shared metastore have in common: where the service and
 the local PostgreSQL cluster keep their state (:class:`Files`), the database
 the service connects to, the running service, the error a user can fix, and
-small helpers (printing progress, the tail of a log, a file only its owner
+small helpers (printing progress, a file only its owner
 reads, one ``start`` or ``stop`` at a time, a free port on 127.0.0.1).
 """
 
@@ -22,7 +22,6 @@ HOST = "127.0.0.1"
 PROG = "python -m python_jobs.operations.metastore"
 DB_NAME = "metastore"
 DB_USER = "latecomer"
-LOG_TAIL_LINES = 20
 
 
 class MetastoreError(RuntimeError):
@@ -97,14 +96,6 @@ class Running:
 
 def say(out: TextIO, message: str) -> None:
     print(message, file=out, flush=True)
-
-
-def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def write_private(path: Path, text: str) -> None:

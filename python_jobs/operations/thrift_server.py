@@ -44,7 +44,6 @@ import ipaddress
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -54,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from python_jobs.core.processes import log_tail, process_alive, read_log, runs, terminate
 from python_jobs.core.spark_config import SparkConfigError, create_state_dirs, private_dir, spark_conf, state_dir
 
 # Where the server listens unless told otherwise, and where clients reach it.
@@ -63,14 +63,12 @@ UNAUTHENTICATED = ("NONE", "NOSASL")
 AUTH_MODES = (*UNAUTHENTICATED, "LDAP", "KERBEROS", "PAM", "CUSTOM")
 DEFAULT_PORT = 10000
 DEFAULT_TIMEOUT_S = 180.0
-STOP_TIMEOUT_S = 30.0
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 PID_FILE = "thrift_server.pid"
 LOG_FILE = "thrift_server.log"
 PROG = "python -m python_jobs.operations.thrift_server"
 # The server's folders in the state dir (operation logs, Hive scratch space).
 THRIFT_DIRS = ("thrift_operation_logs", "thrift_scratch")
-LOG_TAIL_LINES = 20
 
 
 class ThriftServerError(RuntimeError):
@@ -244,40 +242,6 @@ def select_one(port: int, host: str = HOST) -> None:
         connection.close()
 
 
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` is a live (non-zombie) process."""
-    try:
-        # Reap it if it is our own child (start and stop in one Python process).
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        # The state letter follows the parenthesised command name.
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def runs_class(pid: int, main_class: str) -> bool:
-    """Guard against a recycled pid: the process must run ``main_class`` (a JVM's main class)."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if not cmdline.parent.exists():
-        return True  # no /proc (macOS): trust the pid file
-    try:
-        return main_class.encode() in cmdline.read_bytes()
-    except OSError:
-        return False
-
-
 def read_pid_file(files: ServerFiles) -> Running | None:
     """The running server recorded in the pid file, or None (stale files are removed)."""
     try:
@@ -288,7 +252,7 @@ def read_pid_file(files: ServerFiles) -> Running | None:
     except (ValueError, IndexError):
         files.pid_file.unlink(missing_ok=True)
         return None
-    if process_alive(running.pid) and runs_class(running.pid, MAIN_CLASS):
+    if process_alive(running.pid) and runs(running.pid, MAIN_CLASS):
         return running
     files.pid_file.unlink(missing_ok=True)
     return None
@@ -297,45 +261,18 @@ def read_pid_file(files: ServerFiles) -> Running | None:
 DERBY_LOCKED = "Another instance of Derby may have already booted the database"
 
 
-def read_log(path: Path, offset: int = 0) -> str:
-    """The log written since ``offset`` (this start's part)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            return handle.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def startup_failure(files: ServerFiles, log_offset: int, returncode: int | None) -> str:
-    log = read_log(files.log_file, log_offset)
-    if DERBY_LOCKED in log:
+    if DERBY_LOCKED in read_log(files.log_file, log_offset):
         cause = (
             f"the Derby metastore in {files.state} is in use by another Spark process "
             "(ingest, dbt --target local, pytest); stop it or use another LATECOMER_STATE_DIR"
         )
     else:
         cause = f"exit code {returncode}"
-    tail = "\n".join(log.splitlines()[-LOG_TAIL_LINES:])
+    tail = log_tail(files.log_file, log_offset)
     return f"Thrift server died during startup ({cause}); see {files.log_file}" + (
         f"; last lines:\n{tail}" if tail else ""
     )
-
-
-def terminate(pid: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM the process group of ``pid`` (a server started in a session of its own), SIGKILL it if it lingers."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not process_alive(pid):
-                return
-            time.sleep(0.2)
 
 
 def start(port: int, timeout_s: float, table_format: str, out: TextIO, host: str = HOST, auth: str = "NONE") -> None:

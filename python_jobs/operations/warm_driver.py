@@ -38,18 +38,17 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from python_jobs.core import warm_driver
+from python_jobs.core.processes import STOP_TIMEOUT_S, log_tail, terminate
 from python_jobs.core.spark_config import REPO_ROOT, TABLE_FORMATS, get_spark, private_dir, spark_conf, state_dir
 
 PROG = "python -m python_jobs.operations.warm_driver"
 LOG_FILE = "warm_driver.log"
 DEFAULT_TIMEOUT_S = 180.0
-STOP_TIMEOUT_S = 30.0
 # The driver checks its JVM this often, and leaves when it is gone.
 CHECK_EVERY_S = 2.0
 # Commands a JVM serves before the driver replaces it (serve).
 RECYCLE_ENV = "LATECOMER_WARM_DRIVER_COMMANDS"
 RECYCLE_AFTER = 50
-LOG_TAIL_LINES = 20
 
 
 def open_driver(table_format: str, state: Path) -> tuple[SparkSession, warm_driver.Handle]:
@@ -156,15 +155,6 @@ def serve(table_format: str) -> int:
     return 0
 
 
-def log_tail(path: Path, offset: int) -> str:
-    try:
-        with path.open(errors="replace") as log:
-            log.seek(offset)
-            return "\n".join(log.read().splitlines()[-LOG_TAIL_LINES:])
-    except OSError:
-        return ""
-
-
 def start(table_format: str, timeout_s: float, out: TextIO) -> int:
     state = private_dir(state_dir())
     running = warm_driver.read_handle(state)
@@ -198,23 +188,9 @@ def start(table_format: str, timeout_s: float, out: TextIO) -> int:
             )
             return 1
         time.sleep(0.5)
-    stop_process(process.pid)
+    terminate(process.pid, leader_first=True)
     print(f"the warm driver was not ready after {timeout_s:.0f} s; see {log_path}", file=out)
     return 1
-
-
-def stop_process(pid: int) -> None:
-    """SIGTERM the driver, which stops its JVM; SIGKILL its process group (the JVM too) if it lingers."""
-    for sig, kill in ((signal.SIGTERM, os.kill), (signal.SIGKILL, os.killpg)):
-        try:
-            kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if not warm_driver.serves(pid):
-                return
-            time.sleep(0.2)
 
 
 def stop(out: TextIO) -> int:
@@ -223,7 +199,7 @@ def stop(out: TextIO) -> int:
     if handle is None:
         print("no warm driver running", file=out)
         return 0
-    stop_process(handle.pid)
+    terminate(handle.pid, leader_first=True)
     warm_driver.handle_path(state).unlink(missing_ok=True)
     print(f"warm driver stopped (pid {handle.pid})", file=out)
     return 0

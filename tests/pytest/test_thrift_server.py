@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from dbt.cli.main import dbtRunnerResult
 
-from python_jobs.core import spark_config
+from python_jobs.core import processes, spark_config
 from python_jobs.core.dbt_runner import DbtRunner, failures
 from python_jobs.operations import thrift_server
 
@@ -286,7 +286,7 @@ def test_stop_then_stop_again(server: Server) -> None:
     stopped = run_cli("stop", env=server.env)
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped" in stopped.stdout
-    assert not thrift_server.process_alive(pid)
+    assert not processes.process_alive(pid)
     assert not thrift_server.port_answers(server.port)
 
     status = run_cli("status", env=server.env)

@@ -351,7 +351,7 @@ def test_the_head_read_from_the_catalog_is_what_sql_reads(runs: Runs) -> None:
     active: list[bool] = []
 
     def ask() -> None:
-        sessions = spark._jvm.org.apache.spark.sql.SparkSession
+        sessions = catalog_reads.java_class(spark, "org.apache.spark.sql.SparkSession")
         active.append(sessions.getActiveSession().isDefined())
         answers.update({name: catalog_reads.iceberg_current_snapshot(spark, name) for name in names})
         active.append(sessions.getActiveSession().isDefined())

@@ -46,11 +46,13 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from python_jobs.core.catalog_reads import java_class
 from python_jobs.core.spark_config import local_folder, state_dir
 from tooling.bench.state import FileMap, TableFormat, TableState
 
 # Files of a Delta log that are rewritten in place: copied into a backup, not linked.
 REWRITTEN = ("_last_checkpoint",)
+DELTA_LOG = "org.apache.spark.sql.delta.DeltaLog"
 
 
 @dataclass(frozen=True)
@@ -112,9 +114,8 @@ class DeltaFormat(TableFormat):
 
     def table_files(self, table: str) -> FileMap:
         location = self._detail(table).location
-        snapshot = self.spark._jvm.org.apache.spark.sql.delta.DeltaLog.forTableWithSnapshot(
-            self.spark._jsparkSession, location
-        )._2()
+        delta_log = java_class(self.spark, DELTA_LOG)
+        snapshot = delta_log.forTableWithSnapshot(self.spark._jsparkSession, location)._2()
         rows = (
             DataFrame(snapshot.allFiles().toDF(), self.spark)
             .selectExpr(
@@ -169,7 +170,7 @@ class DeltaFormat(TableFormat):
             # Dropped since: a managed table again, whose folder gets the copy's files below.
             self.spark.sql(f"create table {table} (placeholder int) using delta")
         _mirror(Path(state.pointer), self._folder(table))
-        self.spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+        java_class(self.spark, DELTA_LOG).clearCache()
         self.spark.sql(f"refresh table {table}")
 
     def drop(self, table: str) -> None:
