@@ -49,7 +49,7 @@ $(HADOOP_JAR): requirements.txt $(wildcard jvm/src/latecomer/hadoop/*.java) | $(
 # The classes a command's driver JVM loads at start-up, archived from a warm-up
 # session with the same class path (python_jobs/operations/jvm_archive.py).
 # Without it JVMs load their classes as usual, so a failure here stops nothing.
-$(JVM_ARCHIVE): requirements.txt $(JARS_STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py | $(STAMP)
+$(JVM_ARCHIVE): requirements.txt $(JARS_STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py python_jobs/operations/warm_up.py | $(STAMP)
 	$(BIN)/python -m python_jobs.operations.jvm_archive || true
 
 ## run: land the sample data through ingest and `dbt build` it on the local target (TABLE_FORMAT=delta: on Delta Lake)

@@ -152,7 +152,10 @@ def take_turn(state: Path, handle: Handle) -> IO[str]:
     if has_turn(lock):
         return lock
     wait_s = float(os.environ.get(WAIT_ENV) or DEFAULT_WAIT_S)
-    say(f"the warm driver (pid {handle.pid}) is serving another command; waiting up to {wait_s:.0f} s for it")
+    say(
+        f"the warm driver (pid {handle.pid}) is serving another command or warming up; "
+        f"waiting up to {wait_s:.0f} s for it"
+    )
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         time.sleep(0.5)

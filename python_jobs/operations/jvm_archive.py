@@ -2,9 +2,9 @@
 
     python -m python_jobs.operations.jvm_archive   (make install runs it)
 
-A warm-up session runs the statements a build starts with (the embedded
-metastore, an Iceberg table written, merged and read, rows staged to a
-folder) in a process of its own, on a throwaway state dir, with
+A warm-up session runs the warm driver's warm-up on Iceberg (the kinds of
+statement a build runs: :mod:`python_jobs.operations.warm_up`), then stages
+rows to a folder, in a process of its own, on a throwaway state dir, with
 ``-XX:ArchiveClassesAtExit``: when its JVM exits, the JVM writes every class
 it loaded into the archive. ``spark_config`` then starts command JVMs with
 ``-XX:SharedArchiveFile`` (its docstring says when). The archive belongs to
@@ -22,25 +22,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from python_jobs.core.processes import process_alive
 from python_jobs.core.spark_config import JVM_ARCHIVE, REPO_ROOT, get_spark
+from python_jobs.operations.warm_up import statements as warm_up_statements
 
 # The JVM writes the archive after the Python process that started it ends.
 EXIT_TIMEOUT_S = 300
+# The warm driver's warm-up, on Iceberg, then rows staged to a folder.
 WARM_UP = (
-    "create database warm_up",
-    "create table warm_up.events (id bigint, event_date date, amount decimal(18, 2))"
-    " using iceberg partitioned by (event_date)",
-    "insert into warm_up.events select id, date_add('2024-01-01', cast(id % 5 as int)), id * 1.5 from range(100)",
-    "merge into warm_up.events as target using (select id, event_date, amount + 1 as amount"
-    " from warm_up.events where id < 10) as source on target.id = source.id"
-    " when matched then update set * when not matched then insert *",
-    "create or replace temporary view staged as select event_date, sum(amount) as amount"
-    " from warm_up.events group by event_date",
+    *warm_up_statements("iceberg"),
+    "create or replace temporary view staged as select id, id * 1.5 as amount from range(100)",
     "insert overwrite directory '{folder}' using parquet select * from staged",
-    "select count(*) from warm_up.events",
-    "show tblproperties warm_up.events",
-    "describe table extended warm_up.events",
-    "drop database warm_up cascade",
 )
 
 
@@ -51,14 +43,6 @@ def warm_up(folder: Path) -> None:
     for statement in WARM_UP:
         spark.sql(statement.format(folder=(folder / "staged").as_uri())).collect()
     spark.stop()
-
-
-def jvm_running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def write_archive(archive: Path = JVM_ARCHIVE) -> Path:
@@ -87,7 +71,7 @@ def write_archive(archive: Path = JVM_ARCHIVE) -> Path:
         if child.returncode != 0 or not pids:
             raise RuntimeError(f"the warm-up session failed ({child.returncode}):\n{child.stderr[-3000:]}")
         deadline = time.monotonic() + EXIT_TIMEOUT_S
-        while jvm_running(pids[0]):
+        while process_alive(pids[0]):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the warm-up JVM (pid {pids[0]}) did not exit within {EXIT_TIMEOUT_S} s")
             time.sleep(0.2)

@@ -23,17 +23,18 @@ from pathlib import Path
 import pytest
 
 from python_jobs.core import warm_driver
-from python_jobs.operations.warm_driver import LOG_FILE, RECYCLE_ENV
+from python_jobs.operations.warm_driver import LOG_FILE, RECYCLE_ENV, WARM_UP_ENV, warm_up_rounds
+from python_jobs.operations.warm_up import SCHEMA as WARM_UP_SCHEMA
 from tests.pytest import sample_build
 from tooling.reference import arrivals_from_lines, expected_daily_revenue
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "t_warm"
-RECYCLE_AFTER = 4
+RECYCLE_AFTER = 5
 ATTACHED = "latecomer: attached to the warm driver"
 OPEN_SESSION = "from python_jobs.core.spark_config import get_spark; get_spark().sql('show databases').collect()"
-# What the read process prints: gold's daily revenue, and the events the
-# sessions hold against the live events they should hold.
+# What the read process prints: gold's daily revenue, the events the
+# sessions hold against the live events they should hold, and the schemas.
 READ = f"""
 import json
 from python_jobs.core.spark_config import get_spark
@@ -43,7 +44,8 @@ gold = spark.sql("select cast(event_date as string), source_system, orders, cast
 in_sessions = spark.sql("select coalesce(sum(event_count), 0) from {SCHEMA}_silver.silver_sessions").first()[0]
 live = spark.sql("select count(*) from {SCHEMA}_silver.silver_events
  where not is_deleted and user_id is not null and event_ts is not null").first()[0]
-print(json.dumps({{"gold": [list(row) for row in gold], "in_sessions": in_sessions, "live": live}}))
+schemas = [row[0] for row in spark.sql("show schemas").collect()]
+print(json.dumps({{"gold": [list(row) for row in gold], "in_sessions": in_sessions, "live": live, "schemas": schemas}}))
 """.replace("\n ", " ")
 
 
@@ -66,10 +68,14 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         "PYSPARK_PYTHON": sys.executable,
         # The sample's nine commands see the driver replace its JVM at least once.
         RECYCLE_ENV: str(RECYCLE_AFTER),
+        # One round of the warm-up for each of its JVMs (three by default).
+        WARM_UP_ENV: "1",
     }
     env.pop("LATECOMER_METASTORE_URI", None)
     started = driver_cli("start", env)
     assert started.returncode == 0, started.stdout + started.stderr
+    # Ready only once its warm-up is over.
+    assert "warm driver: warmed up in" in (state / LOG_FILE).read_text()
     try:
         yield env
     finally:
@@ -115,6 +121,9 @@ def test_the_sample_built_from_the_shell_through_the_driver_equals_the_reference
     log = (Path(driver["LATECOMER_STATE_DIR"]) / LOG_FILE).read_text()
     recycled = [int(count) for count in re.findall(r"warm driver: a new JVM after (\d+) commands", log)]
     assert recycled and all(count >= RECYCLE_AFTER for count in recycled), log[-3000:]
+    # Each JVM warmed up, and left nothing of its warm-up behind.
+    assert log.count("warm driver: warmed up in") == 1 + len(recycled), log[-3000:]
+    assert WARM_UP_SCHEMA not in answers["schemas"] and f"{SCHEMA}_gold" in answers["schemas"]
     # Every live event is in exactly one session: the Python model ran in the driver too.
     assert answers["live"] > 0
     assert answers["in_sessions"] == answers["live"]
@@ -131,7 +140,7 @@ def test_a_command_waits_for_the_one_attached_and_then_says_why_it_gave_up(
             {**driver, warm_driver.WAIT_ENV: "1"},
         )
     assert waited.returncode != 0
-    assert "is serving another command; waiting up to 1 s" in waited.stderr
+    assert "is serving another command or warming up; waiting up to 1 s" in waited.stderr
     assert "served another command for more than 1 s" in waited.stderr
 
 
@@ -169,3 +178,14 @@ def test_a_handle_left_by_a_dead_driver_is_removed(tmp_path: Path) -> None:
     assert (tmp_path / warm_driver.HANDLE_FILE).stat().st_mode & 0o777 == 0o600
     assert warm_driver.read_handle(tmp_path) is None
     assert not (tmp_path / warm_driver.HANDLE_FILE).exists()
+
+
+def test_the_warm_up_rounds_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WARM_UP_ENV, raising=False)
+    assert warm_up_rounds() == 3
+    for value, rounds in (("0", 0), (" 2 ", 2)):
+        monkeypatch.setenv(WARM_UP_ENV, value)
+        assert warm_up_rounds() == rounds
+    monkeypatch.setenv(WARM_UP_ENV, "-1")
+    with pytest.raises(SystemExit, match="a whole number"):
+        warm_up_rounds()
