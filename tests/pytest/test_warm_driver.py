@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from python_jobs.core import warm_driver
-from python_jobs.operations.warm_driver import LOG_FILE, RECYCLE_ENV, WARM_UP_ENV, warm_up_rounds
+from python_jobs.operations.warm_driver import CHECK_EVERY_S, LOG_FILE, RECYCLE_ENV, WARM_UP_ENV, warm_up_rounds
 from python_jobs.operations.warm_up import SCHEMA as WARM_UP_SCHEMA
 from tests.pytest import sample_build
 from tooling.reference import arrivals_from_lines, expected_daily_revenue
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = "t_warm"
 RECYCLE_AFTER = 5
 ATTACHED = "latecomer: attached to the warm driver"
+RECYCLED = "warm driver: a new JVM after"
 OPEN_SESSION = "from python_jobs.core.spark_config import get_spark; get_spark().sql('show databases').collect()"
 # What the read process prints: gold's daily revenue, the events the
 # sessions hold against the live events they should hold, and the schemas.
@@ -97,6 +99,13 @@ def test_the_sample_built_from_the_shell_through_the_driver_equals_the_reference
         arrivals += arrivals_from_lines(
             source, datetime.fromisoformat(arrival_ts), path.name, path.read_text().splitlines()
         )
+    # Seven landings, more than the driver serves on one JVM: idle now, it replaces the JVM
+    # (it looks every CHECK_EVERY_S), and the build then attaches to the new one.
+    log_file = Path(driver["LATECOMER_STATE_DIR"]) / LOG_FILE
+    deadline = time.monotonic() + 300
+    while RECYCLED not in log_file.read_text():
+        assert time.monotonic() < deadline, "no new JVM after the landings:\n" + log_file.read_text()[-3000:]
+        time.sleep(CHECK_EVERY_S)
 
     dbt = str(Path(sys.executable).with_name("dbt"))
     build = run(
@@ -119,7 +128,7 @@ def test_the_sample_built_from_the_shell_through_the_driver_equals_the_reference
     expected = {key: value for key, value in expected_daily_revenue(arrivals).items() if value != (0, 0, 0)}
     assert gold == expected
     log = (Path(driver["LATECOMER_STATE_DIR"]) / LOG_FILE).read_text()
-    recycled = [int(count) for count in re.findall(r"warm driver: a new JVM after (\d+) commands", log)]
+    recycled = [int(count) for count in re.findall(RECYCLED + r" (\d+) commands", log)]
     assert recycled and all(count >= RECYCLE_AFTER for count in recycled), log[-3000:]
     # Each JVM warmed up, and left nothing of its warm-up behind.
     assert log.count("warm driver: warmed up in") == 1 + len(recycled), log[-3000:]
