@@ -40,12 +40,14 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from python_jobs.core import warm_driver
-from python_jobs.core.processes import STOP_TIMEOUT_S, log_tail, terminate
+from python_jobs.core.processes import STOP_TIMEOUT_S, log_tail, read_log, terminate
 from python_jobs.core.spark_config import REPO_ROOT, TABLE_FORMATS, get_spark, private_dir, spark_conf, state_dir
 from python_jobs.operations.warm_up import statements as warm_up_statements
 
 PROG = "python -m python_jobs.operations.warm_driver"
 LOG_FILE = "warm_driver.log"
+# What the driver logs once it serves, its warm-up over (start waits for it).
+READY = "warm driver ready: pid {pid}"
 DEFAULT_TIMEOUT_S = 180.0
 # The driver checks its JVM this often, and leaves when it is gone.
 CHECK_EVERY_S = 2.0
@@ -157,16 +159,6 @@ def idle_turn(state: Path) -> IO[str] | None:
     return None
 
 
-def no_command_waits(state: Path) -> bool:
-    """Whether a command would have its turn now: the lock is free (taken and released at once).
-    After a start, that is once the warm-up is over."""
-    lock = idle_turn(state)
-    if lock is None:
-        return False
-    lock.close()
-    return True
-
-
 def serve(table_format: str) -> int:
     """Hold a driver until SIGTERM (or its JVM ends); record it in the state dir meanwhile.
 
@@ -183,7 +175,7 @@ def serve(table_format: str) -> int:
     with (state / warm_driver.LOCK_FILE).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         spark, handle = open_warm(table_format, state)
-    print(f"warm driver ready: pid {handle.pid}, {table_format}, state dir {state}", flush=True)
+    print(READY.format(pid=handle.pid) + f", {table_format}, state dir {state}", flush=True)
     try:
         while not stopping and spark.sparkContext._gateway.proc.poll() is None:
             time.sleep(CHECK_EVERY_S)
@@ -238,8 +230,10 @@ def start(table_format: str, timeout_s: float, out: TextIO) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         handle = warm_driver.read_handle(state)
-        if handle is not None and handle.pid == process.pid and no_command_waits(state):
-            print(f"warm driver ready: pid {process.pid}, {table_format}, state dir {state}", file=out)
+        # Recorded, and its warm-up over: the driver logs that it is ready only then.
+        recorded = handle is not None and handle.pid == process.pid
+        if recorded and READY.format(pid=process.pid) in read_log(log_path, offset):
+            print(READY.format(pid=process.pid) + f", {table_format}, state dir {state}", file=out)
             return 0
         if process.poll() is not None:
             print(
