@@ -51,7 +51,6 @@ PRODUCER_TOOL = "kafka.tools.ConsoleProducer"
 # The line the broker logs once it serves clients.
 STARTED = "Kafka Server started"
 DEFAULT_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
 # A small broker: it holds a few topics of test data. C1 only, serial GC:
 # it starts faster and leaves the two cores to Spark.
 BROKER_JVM = ("-Xms128m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
@@ -207,7 +206,7 @@ def wait_until_started(process: subprocess.Popen[bytes], log: Path, timeout_s: f
                 f"the Kafka broker exited ({process.returncode}) while starting; {log}:\n{log_tail(log)}"
             )
         time.sleep(0.3)
-    terminate(process.pid, STOP_TIMEOUT_S)
+    terminate(process.pid)
     raise KafkaBrokerError(f"the Kafka broker did not start within {timeout_s:.0f} s; see {log}")
 
 
@@ -244,7 +243,7 @@ def start(folder: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> B
 
 def stop(broker: Broker) -> None:
     """SIGTERM the broker (a clean shutdown), SIGKILL it if it lingers; forget its pid file."""
-    terminate(broker.pid, STOP_TIMEOUT_S)
+    terminate(broker.pid)
     (broker.folder / "broker.pid").unlink(missing_ok=True)
 
 
