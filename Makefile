@@ -113,9 +113,9 @@ test: install system $(METASTORE_STAMP) $(KAFKA_STAMP)
 	[ $$tests = 0 ] && [ $$linted = 0 ]
 
 ## test-delta: every scenario on Delta Lake alone, in two pytest-xdist workers (a Delta session, dbt's delta
-##   target; TESTS=<files> for fewer).
+##   target; TESTS=<files> for fewer); fetches the Kafka broker test_stream.py runs on Delta too.
 ##   A test of a mechanism only Iceberg has skips, naming it.
-test-delta: install
+test-delta: install $(KAFKA_STAMP)
 	LATECOMER_TEST_FORMAT=delta $(BIN)/python -m pytest -n 2 --dist loadfile $(TESTS)
 
 ## test-adapter: dbt's adapter conformance suite (dbt-tests-adapter; tests/adapter/) on the session target, one
