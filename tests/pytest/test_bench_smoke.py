@@ -109,7 +109,11 @@ def test_full_refresh_rewrites_every_partition(bench_run):
     report = bench_run["report"]
     run = run_of(report, "full_refresh")
     gold = run["tables"][GOLD]
-    assert gold["partitions_written"] == gold["partitions_total"]
+    # Every partition the table holds, and on Delta (by day) also the day the
+    # late batch emptied: the refresh removed its files and wrote none there.
+    # On Iceberg (by month) that day's month holds other days.
+    emptied = 1 if TEST_FORMAT == "delta" else 0
+    assert gold["partitions_written"] == gold["partitions_total"] + emptied
     assert gold["dates_written"] == gold["dates_total"] == run["gold_fingerprint"]["partitions"]
     # every day but the one the late batch empties, of which it never saw an event
     assert gold["dates_total"] == SCALE.days - 1
