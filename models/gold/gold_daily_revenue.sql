@@ -16,7 +16,7 @@ with changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes', holds=latecomer__judged_hold_state()) }}
+    {{ changed_partitions('changes', holds='judge') }}
 ),
 
 silver_events as (

@@ -11,7 +11,7 @@ with changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes', holds=ref('publication_holds')) }}
+    {{ changed_partitions('changes', holds='follow') }}
 ),
 
 silver_events as (

@@ -41,7 +41,7 @@ changes as (
 ),
 
 impacted as (
-    {{ changed_partitions('changes', holds=ref('publication_holds')) }}
+    {{ changed_partitions('changes', holds='follow') }}
 ),
 
 silver_events as (

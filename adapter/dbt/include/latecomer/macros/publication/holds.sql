@@ -91,19 +91,28 @@
 {%- endmacro %}
 
 
-{#- SQL for changed_partitions: the dates of `holds` (a hold state relation
-    or subquery) that are open, or were closed after `hwm`, with the reasons
-    their change was recomputed for, and the last run that judged them as
-    the newest change they stand for. -#}
-{% macro latecomer__held_partitions(holds, hwm) -%}
+{#- SQL for changed_partitions: the dates of the holds in `hold_log` that
+    are open, or were closed after `hwm`, with the reasons their change was
+    recomputed for, and the last run that judged them as the newest change
+    they stand for. It reads each hold's latest event from the log alone,
+    never the stewards' decisions: the state publication_holds shows, less
+    the join with the decisions, which kept Spark from pruning the scan of
+    silver_events to the dates it recomputes (its dynamic partition pruning
+    gives up on a filter that joins). -#}
+{% macro latecomer__held_partitions(hold_log, hwm) -%}
     select
         cast(partition_value as date) as partition_value,
         explode(
             case when reasons is null or reasons = '' then array('late_arrival') else split(reasons, ',') end
         ) as reason,
-        last_judged_run_at as changed_run_at
-    from {{ holds }} as holds
-    where state = 'open' or resolved_run_at > {{ hwm }}
+        logged_run_at as changed_run_at
+    from (
+        select
+            *,
+            row_number() over (partition by hold_id order by logged_run_at desc) as event_rank
+        from {{ hold_log }}
+    ) as hold_events
+    where event_rank = 1 and (event in ('held', 'judged') or logged_run_at > {{ hwm }})
 {%- endmacro %}
 
 
@@ -129,8 +138,8 @@
 {% endmacro %}
 
 
-{#- Whether the running restated model follows the judge's holds: it reads
-    the model publication_holds (its changed_partitions(holds=...)). -#}
+{#- Whether the running restated model follows the judge's holds: it
+    depends on the model publication_holds (changed_partitions(holds='follow')). -#}
 {% macro latecomer__follows_holds() %}
     {%- for node in model.depends_on.nodes if node.split('.')[-1] == 'publication_holds' -%}
         {{ return(true) }}
