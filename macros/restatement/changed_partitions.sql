@@ -63,5 +63,5 @@
     {%- else -%}
         {%- do source('bronze', 'hold_decisions') -%}
     {%- endif -%}
-    {{ return(source('audit_logs', 'publication_hold_log')) }}
+    {{- source('audit_logs', 'publication_hold_log') -}}
 {%- endmacro %}
