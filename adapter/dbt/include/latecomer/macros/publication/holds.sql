@@ -28,18 +28,8 @@
     stewards' decisions (columns: models/audit/_audit__models.yml,
     publication_holds). -#}
 {% macro latecomer__hold_state_sql(hold_log, hold_decisions) -%}
-    with hold_events as (
-        select
-            *,
-            row_number() over (partition by hold_id order by logged_run_at desc) as event_rank,
-            min(judged_at) over (partition by hold_id) as first_held_at,
-            event in ('held', 'judged') as is_open
-        from {{ hold_log }}
-    ),
-
-    latest_events as (
-        select * from hold_events
-        where event_rank = 1
+    with latest_events as (
+        {{ latecomer__latest_hold_events_sql(hold_log) }}
     ),
 
     ranked_decisions as (
@@ -84,6 +74,22 @@
 {%- endmacro %}
 
 
+{#- SQL: each hold's latest event in `hold_log`, with when the hold was
+    first held (first_held_at) and whether that event leaves it open
+    (is_open): what publication_holds and held_partitions both read. -#}
+{% macro latecomer__latest_hold_events_sql(hold_log) -%}
+    select * from (
+        select
+            *,
+            row_number() over (partition by hold_id order by logged_run_at desc) as event_rank,
+            min(judged_at) over (partition by hold_id) as first_held_at,
+            event in ('held', 'judged') as is_open
+        from {{ hold_log }}
+    ) as hold_events
+    where event_rank = 1
+{%- endmacro %}
+
+
 {#- The judge's view of its holds, from the two tables it reads as sources
     (it runs before the model publication_holds, which follows it). -#}
 {% macro latecomer__judged_hold_state() -%}
@@ -106,13 +112,8 @@
             case when reasons is null or reasons = '' then array('late_arrival') else split(reasons, ',') end
         ) as reason,
         logged_run_at as changed_run_at
-    from (
-        select
-            *,
-            row_number() over (partition by hold_id order by logged_run_at desc) as event_rank
-        from {{ hold_log }}
-    ) as hold_events
-    where event_rank = 1 and (event in ('held', 'judged') or logged_run_at > {{ hwm }})
+    from ({{ latecomer__latest_hold_events_sql(hold_log) }}) as latest_events
+    where is_open or logged_run_at > {{ hwm }}
 {%- endmacro %}
 
 
