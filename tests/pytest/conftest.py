@@ -43,6 +43,9 @@ if TEST_FORMAT not in ("iceberg", "delta"):
     raise SystemExit(f"LATECOMER_TEST_FORMAT={TEST_FORMAT!r}: choose iceberg or delta")
 os.environ["LATECOMER_TABLE_FORMAT"] = TEST_FORMAT
 TEST_TARGET = {"iceberg": "local", "delta": "delta"}[TEST_FORMAT]
+# The JVM profile of the session per format (spark_config.JVM_PROFILES; the
+# `spark` fixture says why they differ); LATECOMER_JVM_PROFILE still wins.
+SESSION_PROFILES = {"iceberg": "short", "delta": "job"}
 # `make test` runs the suite in several processes at once (tests/suite.py): one
 # per format, Delta's split across pytest-xdist workers. Each keeps its own
 # dbt target and log folders, those of the commands the tests call (the
@@ -82,10 +85,17 @@ PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT"
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
-    # The suite's session serves hundreds of builds in one process: the `job`
-    # profile, whose optimising compiler repays its CPU over that many,
-    # whatever the size of its small store (spark_config.command_profile).
-    session = get_spark(TEST_FORMAT, jvm_profile="job")
+    # `make test` runs two of these sessions at once on two cores, where one
+    # JVM's compiling comes out of the other run's CPU. On Iceberg, the quick
+    # compiler alone (`short`): a scenario file took as long either way alone
+    # (153 s on `job`, 159 s on `short`) for a fifth more JVM CPU on `job`
+    # (214 s against 168 s), and two processes of four files each at once
+    # ended in 532 s on `job` against 482 s on `short` (the 45-day schedule,
+    # over many rows, used as much CPU either way: 447 and 455 s). On Delta the
+    # optimising compiler (`job`): its log replay and scan planning ran a
+    # file in 248 s against 296 s on `short`, for 6% more CPU (366 s against
+    # 343 s). docs/benchmark.md, stop 79.
+    session = get_spark(TEST_FORMAT, jvm_profile=SESSION_PROFILES[TEST_FORMAT])
     yield session
     session.stop()
     shutil.rmtree(STATE_DIR, ignore_errors=True)
