@@ -86,15 +86,10 @@ PARSE_ENV = ("LATECOMER_UNIT_TESTS", "LATECOMER_ACTOR", "LATECOMER_TABLE_FORMAT"
 def spark() -> Iterator[SparkSession]:
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     # `make test` runs two of these sessions at once on two cores, where one
-    # JVM's compiling comes out of the other run's CPU. On Iceberg, the quick
-    # compiler alone (`short`): a scenario file took as long either way alone
-    # (153 s on `job`, 159 s on `short`) for a fifth more JVM CPU on `job`
-    # (214 s against 168 s), and two processes of four files each at once
-    # ended in 532 s on `job` against 482 s on `short` (the 45-day schedule,
-    # over many rows, used as much CPU either way: 447 and 455 s). On Delta the
-    # optimising compiler (`job`): its log replay and scan planning ran a
-    # file in 248 s against 296 s on `short`, for 6% more CPU (366 s against
-    # 343 s). docs/benchmark.md, stop 79.
+    # JVM's compiling comes out of the other run's CPU. On Iceberg the quick
+    # compiler alone (`short`) used a fifth less CPU for the same time alone;
+    # Delta's log replay and scan planning need the optimising one (`job`).
+    # The measurements: docs/benchmark.md, stop 79.
     session = get_spark(TEST_FORMAT, jvm_profile=SESSION_PROFILES[TEST_FORMAT])
     yield session
     session.stop()
