@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop driver-start driver-status driver-stop bench bench-smoke bench-peers bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop driver-start driver-status driver-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -155,18 +155,6 @@ docs-site: $(STAMP)
 thrift-start thrift-status thrift-stop driver-start driver-status driver-stop: install
 	$(BIN)/python -m python_jobs.operations.$(if $(filter thrift-%,$@),thrift_server,warm_driver) $(lastword $(subst -, ,$@))
 
-## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
-##   vs the floor (a plain PySpark job), and a build with nothing new, on Iceberg and on Delta Lake side by side
-##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options);
-##   then the late batch and nothing new as users run them: each `dbt build` a new process, through a
-##   Thrift server, and attached to a warm driver (BENCH_ARGS="--as-users 0" leaves that out)
-bench: install $(KAFKA_STAMP)
-	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
-
-## bench-smoke: the same at a tiny scale, both formats (what tests/pytest/test_bench_smoke.py checks on one)
-bench-smoke: install
-	$(BIN)/python -m tooling.bench --smoke $(BENCH_ARGS)
-
 # The benchmark's peers' own packages (SQLMesh), never the product's: a venv of their own
 # (tooling/bench/requirements-peers.txt), which the benchmark puts after its own on the path.
 PEERS_VENV := .venv-peers
@@ -177,9 +165,18 @@ $(PEERS_STAMP):
 	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tooling/bench/requirements-peers.txt
 	rm -f $(PEERS_VENV)/.installed-* && touch $@
 
-## bench-peers: the benchmark with SQLMesh's variant too (installs it in .venv-peers first)
-bench-peers: install $(PEERS_STAMP) $(KAFKA_STAMP)
-	$(BIN)/python -m tooling.bench --variants incremental,lookback,full_refresh,floor,nothing_new,microbatch,sqlmesh $(BENCH_ARGS)
+## bench: synthetic 60-day history; what a late batch costs: incremental vs static lookback vs full refresh
+##   vs the floor (a plain PySpark job) vs the peers (dbt microbatch, SQLMesh: installed in .venv-peers first),
+##   and a build with nothing new, on Iceberg and on Delta Lake side by side
+##   (each in a process of its own; BENCH_ARGS="--format delta" for one, BENCH_ARGS="--help" for options);
+##   then the late batch and nothing new as users run them: each `dbt build` a new process, through a
+##   Thrift server, and attached to a warm driver (BENCH_ARGS="--as-users 0" leaves that out)
+bench: install $(PEERS_STAMP) $(KAFKA_STAMP)
+	$(BIN)/python -m tooling.bench $(BENCH_ARGS)
+
+## bench-smoke: the same at a tiny scale, both formats (what tests/pytest/test_bench_smoke.py checks on one)
+bench-smoke: install $(PEERS_STAMP)
+	$(BIN)/python -m tooling.bench --smoke $(BENCH_ARGS)
 
 ## bench-sweep: the same late batch at 30, 60 and 120 days of history (SWEEP_ARGS="--days 30,60,120 ...")
 bench-sweep: install

@@ -40,7 +40,7 @@ runs from the same starting tables:
                 session at the late batch's as-of, from the late batch's
                 silver; its gold is checked against the dbt builds' and the
                 event dates it leaves wrong are counted by cause;
-  sqlmesh       (only when --variants names it; make bench-peers) a peer: the
+  sqlmesh       a peer (SQLMesh in .venv-peers, which make bench installs): the
                 same as a SQLMesh INCREMENTAL_BY_TIME_RANGE model with the
                 same lookback on SQLMesh's Spark engine, this session, its
                 state in DuckDB (tooling.bench.sqlmesh_peer), from SQLMesh in

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import tooling.bench
+from tooling.bench import sqlmesh_peer
 from tooling.bench.config import (
+    ALL_VARIANTS,
     AS_USERS_MODES,
     DBT_TARGETS,
     DEFAULT,
@@ -24,14 +26,13 @@ from tooling.bench.config import (
     LOOKBACK_PATCH,
     LOOKBACK_VAR,
     NOTHING_NEW,
-    OPTIONAL_VARIANTS,
     PATCHED,
     REPO_ROOT,
     RESULTS_DIR,
     SMOKE,
     SMOKE_SELECT,
+    SQLMESH,
     SWEEP,
-    VARIANTS,
     BenchConfig,
     schema_for,
     state_dir_for,
@@ -110,8 +111,9 @@ def build_parser(sweep: bool = False) -> argparse.ArgumentParser:
         "--variants",
         default=",".join(preset["variants"]),
         help="comma-separated subset of "
-        + ",".join((*VARIANTS, *OPTIONAL_VARIANTS))
-        + " (default %(default)s; sqlmesh needs SQLMesh installed from tooling/bench/requirements-peers.txt)",
+        + ",".join(ALL_VARIANTS)
+        + " (default %(default)s; sqlmesh needs SQLMesh from tooling/bench/requirements-peers.txt, which make bench"
+        " installs in .venv-peers)",
     )
     parser.add_argument(
         "--stream-events",
@@ -217,9 +219,17 @@ def config_from_args(args: argparse.Namespace, sweep: bool = False, table_format
     if args.git_ref and args.project_source:
         raise SystemExit("bench: --git-ref and --project-source are exclusive")
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
-    unknown = [v for v in variants if v not in (*VARIANTS, *OPTIONAL_VARIANTS)]
+    unknown = [v for v in variants if v not in ALL_VARIANTS]
     if unknown:
-        raise SystemExit(f"bench: unknown variant(s) {unknown}; choose from {(*VARIANTS, *OPTIONAL_VARIANTS)}")
+        raise SystemExit(f"bench: unknown variant(s) {unknown}; choose from {ALL_VARIANTS}")
+    if SQLMESH in variants:
+        # Before the history is generated and built, not after.
+        try:
+            sqlmesh_peer.import_sqlmesh()
+        except RuntimeError as missing:
+            others = ",".join(v for v in variants if v != SQLMESH)
+            hint = f"make bench installs it; or leave the peer out: --variants {others}"
+            raise SystemExit(f"{missing}\n({hint})") from None
     if args.candidate_patch:
         variants += (PATCHED,)
     scale = Scale(

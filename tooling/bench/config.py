@@ -33,12 +33,15 @@ LOOKBACK_VAR = "restate_lookback_days"
 # (tooling.bench.microbatch), its own table, read from the late batch's silver.
 # sqlmesh: the same as a SQLMesh INCREMENTAL_BY_TIME_RANGE model on its Spark
 # engine (tooling.bench.sqlmesh_peer), from SQLMesh in a venv of its own
-# (tooling/bench/requirements-peers.txt): only when --variants names it.
+# (tooling/bench/requirements-peers.txt, which `make bench` installs).
 MICROBATCH = "microbatch"
 SQLMESH = "sqlmesh"
 PEERS = (MICROBATCH, SQLMESH)
 VARIANTS = ("incremental", LOOKBACK, "full_refresh", FLOOR, NOTHING_NEW, MICROBATCH)
-OPTIONAL_VARIANTS = (SQLMESH,)
+# Every variant `make bench` runs: those above, and the peers whose packages
+# live in .venv-peers, which `make bench` installs (a BenchConfig's default,
+# the smoke run's included, needs only the product's venv).
+ALL_VARIANTS = (*VARIANTS, SQLMESH)
 # How the as-users phase runs its builds (tooling.bench.as_users): each a new
 # process (a cold JVM), a new dbt process through a Thrift server (a warm one),
 # or a new dbt process attached to a warm driver (python_jobs/core/warm_driver.py).
@@ -56,7 +59,7 @@ DEFAULT: dict[str, Any] = {
     "events_per_day": 100_000,
     "lookback_days": 15,
     "repeat": 3,
-    "variants": VARIANTS,
+    "variants": ALL_VARIANTS,
     # Kafka to bronze (tooling.bench.stream_ingest): messages for the
     # throughput run, and the latency run's rate and length; 0: not measured.
     "stream_events": 200_000,
