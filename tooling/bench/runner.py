@@ -47,7 +47,7 @@ from tooling.bench.metrics import ProcessCounters, ScanMetrics
 from tooling.bench.project import git_info, resolve_ref, run_dbt, snapshot_project
 from tooling.bench.report import Measurement, summarize
 from tooling.bench.sqlmesh_peer import SqlmeshPeer
-from tooling.bench.state import TableFormat, TableState, layer_of, put_back_views, rewrite_stats, view_statements
+from tooling.bench.state import TableFormat, TableState, layer_of, rewrite_stats
 from tooling.synthetic import History, generate
 
 # Every per-partition check off, the table's limits out of reach.
@@ -67,12 +67,6 @@ OPEN_GATE = {
 WITH_LATE_BATCH = "with_late_batch"
 # Where the peers' tables are: <schema>_<layer>.
 PEER_LAYERS = (microbatch.LAYER, sqlmesh_peer.PHYSICAL_LAYER)
-# The product's project, beside the variants that build a copy of their own
-# (OWN_PROJECT): each finds the deployment's views as its own project's
-# last build left them. The project's view materialization makes a view
-# again when the project that builds it changed (macros/views.sql), so
-# without it a build after the lookback's copy made every view again.
-PRODUCT = "product"
 # The runs whose silver the peers start from: they write silver_events in
 # place (a full refresh recreates it, and the table it made is purged).
 PEER_SILVER = ("incremental", LOOKBACK)
@@ -100,17 +94,12 @@ def measure_variant(
     late_ingest: dict[str, Any],
     reference: Mapping[str, list[Any]],
     sqlmesh: SqlmeshPeer | None = None,
-    views: dict[str, dict[str, str]] | None = None,
 ) -> Measurement:
-    """Put every table back to ``start`` (and, for a dbt build, each view as
-    its project's last build left it: ``views`` by project, which it keeps)
-    and run ``variant`` once; its gold is compared with ``reference``, what
-    tooling.reference computes from the files landed."""
+    """Put every table back to ``start`` and run ``variant`` once; its gold
+    is compared with ``reference``, what tooling.reference computes from the
+    files landed."""
     scale = history.scale
     fmt.restore(start, cfg.schema)
-    project = None if variant == FLOOR or variant in PEERS else variant if variant in OWN_PROJECT else PRODUCT
-    if views is not None and project is not None:
-        put_back_views(spark, views.get(project, views[PRODUCT]), cfg.schema, PEER_LAYERS)
     scans = ScanMetrics(spark, fmt.scan_node)
     scans.start()
     counters = ProcessCounters(spark)
@@ -158,8 +147,6 @@ def measure_variant(
         seconds, nodes, failed_nodes = build.seconds, build.nodes, build.failed_nodes
     cpu = counters.collect()
     reads = scans.collect()
-    if views is not None and project is not None:
-        views[project] = view_statements(spark, cfg.schema, PEER_LAYERS)
     measures = microbatch.gold_measures(spark, peer["table"] if peer else f"{cfg.schema}_gold.{GOLD_MODEL}")
     if not reads["bronze_events"]["complete"]:
         cfg.log("bench: warning: Spark dropped the metrics of early queries; rows read are short")
@@ -246,8 +233,7 @@ def run_benchmark(
             "table_format": cfg.table_format,
             "restore": f"before each run, every {FORMAT_LABELS[cfg.table_format]} table is put back to its state "
             "at the start of the variant: after the initial build, with the late batch landed in bronze "
-            f"(nothing_new: without it); {fmt.restore_method}; and before a dbt build, each view as its project's "
-            "last build left it (the initial build's for the first)",
+            f"(nothing_new: without it); {fmt.restore_method}",
         },
     }
     snapshot_project(cfg)
@@ -300,7 +286,6 @@ def run_benchmark(
         log(f"bench: SQLMesh peer, every day of the history: {sqlmesh_seconds:.0f} s")
     # Every table, bronze too: nothing_new starts from here.
     baseline = fmt.capture(fmt.tables(cfg.schema, exclude_layers=()))
-    views = {PRODUCT: view_statements(spark, cfg.schema, PEER_LAYERS)}
     events = ingest_history["rows"]
     report["initial_load"] = {
         "ingest": ingest_history,
@@ -380,7 +365,7 @@ def run_benchmark(
             start = baseline if variant == NOTHING_NEW else peer_start if variant in PEERS else late_start
             reference = references[NOTHING_NEW if variant == NOTHING_NEW else WITH_LATE_BATCH]
             m = measure_variant(
-                spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, reference, sqlmesh, views
+                spark, cfg, fmt, history, variant, start or late_start, landed.late_ingest, reference, sqlmesh
             )
             m.repeat = repeat + 1
             if variant in PEER_SILVER and set(PEERS) & set(cfg.variants) and peer_start is None:
@@ -394,7 +379,6 @@ def run_benchmark(
             measurements.append(m)
             progress()
     fmt.restore(late_start, cfg.schema)
-    put_back_views(spark, views[PRODUCT], cfg.schema, PEER_LAYERS)
     if cfg.stream_events:
         log(f"bench: Kafka to bronze, {cfg.stream_events:,} messages, then {cfg.stream_rate:,} a second")
         files = [batch.path for batch in history.history if batch.feed == "events"]

@@ -11,7 +11,6 @@ is the same comparison on both: the table's live data files before and after
 from __future__ import annotations
 
 import json
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,35 +47,6 @@ def drop_schemas(spark: SparkSession, schema: str) -> None:
 def layer_of(table: str, schema: str) -> str:
     """``<schema>_silver.x`` -> ``silver``."""
     return table.split(".")[0].removeprefix(f"{schema}_")
-
-
-def view_statements(spark: SparkSession, schema: str, skip_layers: Iterable[str] = ()) -> dict[str, str]:
-    """The deployment's views (but those of ``skip_layers``), each as the
-    statement that makes it again: Spark's ``show create table``, its text
-    and its properties (the project's view materialization keeps the hash of
-    what it was made from in one: macros/views.sql)."""
-    skip = {f"{schema}_{layer}" for layer in skip_layers}
-    found = {}
-    for db in schemas_of(spark, schema):
-        if db in skip:
-            continue
-        for row in spark.sql(f"show views in {db}").collect():
-            if not row.isTemporary:
-                name = f"{db}.{row.viewName}"
-                found[name] = spark.sql(f"show create table {name}").collect()[0][0]
-    return found
-
-
-def put_back_views(
-    spark: SparkSession, statements: Mapping[str, str], schema: str, skip_layers: Iterable[str] = ()
-) -> int:
-    """Make each view of ``statements`` (:func:`view_statements`) again where
-    it is now made otherwise, or gone; how many were."""
-    now = view_statements(spark, schema, skip_layers)
-    changed = [name for name, statement in statements.items() if now.get(name) != statement]
-    for name in changed:
-        spark.sql(re.sub(r"^CREATE VIEW\b", "CREATE OR REPLACE VIEW", statements[name], count=1))
-    return len(changed)
 
 
 @dataclass
