@@ -37,7 +37,7 @@ last version before the run's first commit (:func:`version_before_run`), so
 the published state after a failed run is the same as on Iceberg. What
 differs: a reader during the run sees each table as it is written, and a run
 killed before its on-run-end leaves its writes in place until the next build
-recomputes them (the README's "Staged publication", format by format).
+recomputes them (docs/staged-publication.md, format by format).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
     python -m python_jobs.landing.steward holds approve --reason "promo day, checked with sales" HOLD_ID
     python -m python_jobs.landing.steward holds reject --reason "web re-sent 05-06 under new ids" HOLD_ID
 
-Holds (README "Publication gate and holds"): ``holds`` lists the open ones.
+Holds (docs/publication-gate.md): ``holds`` lists the open ones.
 ``approve`` records the decision; the next build publishes the pending values
 (audited with actor and reason, restatement reason kept). ``reject`` sends the
 arrivals behind the held change to quarantine as rejected (bronze keeps

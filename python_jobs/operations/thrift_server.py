@@ -14,7 +14,7 @@ class path (``--jars`` would not reach the server's SQL sessions).
 It listens on 127.0.0.1. Any client that reaches the port can read and change
 every table, so another address (``--host``) is refused unless HiveServer2
 authentication is on (``--auth`` LDAP, KERBEROS, PAM or CUSTOM, with that
-mode's settings in ``$SPARK_CONF_DIR/hive-site.xml``; README "Thrift server on
+mode's settings in ``$SPARK_CONF_DIR/hive-site.xml``; docs/thrift-server.md "Thrift server on
 a shared host"). NONE and NOSASL authenticate nobody.
 
 Environment variables: ``LATECOMER_THRIFT_PORT`` (default port, 10000),
@@ -135,7 +135,7 @@ def check_bind(host: str, auth: str) -> None:
             f"Refusing to listen on {host} with authentication {auth}: anyone who reaches the port could read "
             f"and change every table. Keep the default --host {HOST}, or turn on HiveServer2 authentication "
             "with --auth LDAP|KERBEROS|PAM|CUSTOM (or LATECOMER_THRIFT_SERVER_AUTH) and its settings in "
-            "$SPARK_CONF_DIR/hive-site.xml (README: Thrift server on a shared host)"
+            "$SPARK_CONF_DIR/hive-site.xml (docs/thrift-server.md)"
         )
 
 

@@ -13,7 +13,7 @@ converge: a complete `dbt build` (with its data tests) succeeds, and silver
 and gold equal the plain-Python reference of everything landed.
 
 Used by test_faults.py (a few kill points, in CI) and by
-`make faults` (every model boundary and random ones: figures in the README).
+`make faults` (every model boundary and random ones: figures in docs/killed-at-any-point.md).
 """
 
 from __future__ import annotations

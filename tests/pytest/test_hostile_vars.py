@@ -1,4 +1,4 @@
-"""Hostile run vars and payloads through dbt (README "Guarantees").
+"""Hostile run vars and payloads through dbt (docs/guarantees.md).
 
 Impossible times, an as_of given twice and unknown backfill modes fail in
 on-run-start, before anything is written (one build each way; every rule of

@@ -131,7 +131,7 @@ def test_ingest_lands_the_same_bytes_once_within_one_call(project: Project, writ
     assert [(r.source_file, r.lines_read, r.rows_accepted) for r in log] == [(str(path), 2, 2)]
 
 
-# Hostile input (README "Guarantees"): every line lands once, whole or flagged
+# Hostile input (docs/guarantees.md): every line lands once, whole or flagged
 # with a reason; nothing is half-landed, merged with another line or read twice.
 
 

@@ -1,4 +1,4 @@
-"""Hostile input and security defaults that need no Spark (README "Guarantees").
+"""Hostile input and security defaults that need no Spark (docs/guarantees.md).
 
 Source names, private state folders, the Thrift server's bind address,
 terminal-safe steward output, `make restore` without shell text, restore
