@@ -8,7 +8,7 @@ DBT_FLAGS := --profiles-dir profiles
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop driver-start driver-status driver-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
+.PHONY: help install run report system metastore-start metastore-status metastore-stop test test-delta lint check-project docs docs-site thrift-start thrift-status thrift-stop driver-start driver-status driver-stop bench bench-smoke bench-sweep faults steward maintain restore gold-versions clean
 
 HADOOP_JAR := jvm/build/latecomer-hadoop.jar
 JVM_ARCHIVE := jvm/build/latecomer-driver.jsa
@@ -51,6 +51,10 @@ $(HADOOP_JAR): requirements.txt $(wildcard jvm/src/latecomer/hadoop/*.java) | $(
 # Without it JVMs load their classes as usual, so a failure here stops nothing.
 $(JVM_ARCHIVE): requirements.txt $(JARS_STAMP) $(wildcard $(HADOOP_JAR)) python_jobs/core/spark_config.py python_jobs/operations/jvm_archive.py python_jobs/operations/warm_up.py | $(STAMP)
 	$(BIN)/python -m python_jobs.operations.jvm_archive || true
+
+## help: these lines, what each target does
+help:
+	@sed -n 's/^## \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 ## run: land the sample data through ingest and `dbt build` it on the local target (TABLE_FORMAT=delta: on Delta Lake)
 run: install
