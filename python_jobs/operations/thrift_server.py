@@ -14,8 +14,8 @@ class path (``--jars`` would not reach the server's SQL sessions).
 It listens on 127.0.0.1. Any client that reaches the port can read and change
 every table, so another address (``--host``) is refused unless HiveServer2
 authentication is on (``--auth`` LDAP, KERBEROS, PAM or CUSTOM, with that
-mode's settings in ``$SPARK_CONF_DIR/hive-site.xml``; docs/thrift-server.md "Thrift server on
-a shared host"). NONE and NOSASL authenticate nobody.
+mode's settings in ``$SPARK_CONF_DIR/hive-site.xml``; docs/thrift-server.md).
+NONE and NOSASL authenticate nobody.
 
 Environment variables: ``LATECOMER_THRIFT_PORT`` (default port, 10000),
 ``LATECOMER_THRIFT_BIND_HOST`` (default ``--host``), ``LATECOMER_THRIFT_SERVER_AUTH``
